@@ -1,0 +1,138 @@
+//! Command line: argument parsing, and turning errors into one clear line and an exit code.
+
+mod build;
+mod run;
+mod summary;
+
+use crate::interrupt::Interrupted;
+use crate::targets::{self, sqlite};
+use crate::workloads::{self, Workload, WorkloadArgs};
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(name = "dbvs", version, about = "What does this change cost my database? Database benchmark studies.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build the pristine database a workload runs against (runs use fresh copies of it).
+    Build(build::BuildArgs),
+    /// Run a workload on a fresh copy of the pristine database (built first if missing).
+    Run(run::RunArgs),
+}
+
+/// Which database, which workload, which data.
+#[derive(Args)]
+struct DbArgs {
+    /// Where to run: sqlite:PATH (PATH is the pristine database file).
+    #[arg(long, value_name = "TARGET")]
+    target: String,
+    /// The workload.
+    #[arg(long, default_value = "ds2", value_parser = clap::builder::PossibleValuesParser::new(workloads::NAMES))]
+    workload: String,
+    /// Data size: S, M, L (DS2's 10MB, 1GB, 100GB) or a custom <n>MB / <n>GB.
+    #[arg(long, default_value = "10MB")]
+    size: String,
+    /// Seed for the data generator and the workers' random choices; same seed, same data.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// File holding a raw 256-bit SQLCipher key as 64 hex digits (mode 0600): encrypts the database.
+    #[arg(long, value_name = "FILE")]
+    key_file: Option<PathBuf>,
+    /// SQLCipher setting applied after the key, e.g. cipher_page_size=4096, kdf_iter=1, cipher_use_hmac=OFF (repeatable).
+    #[arg(long, value_name = "NAME=VALUE", requires = "key_file")]
+    cipher_pragma: Vec<sqlite::CipherPragma>,
+    #[command(flatten)]
+    ds2: workloads::ds2::Mix,
+}
+
+impl DbArgs {
+    fn open(&self) -> Result<(Box<dyn targets::Target>, Box<dyn Workload>)> {
+        let key = self.key_file.as_deref().map(sqlite::Key::from_file).transpose()?;
+        let target = targets::parse(&self.target, key, self.cipher_pragma.clone())?;
+        let workload = workloads::by_name(
+            &self.workload,
+            &WorkloadArgs { size: self.size.clone(), seed: self.seed, ds2: self.ds2.clone() },
+        )?;
+        Ok((target, workload))
+    }
+}
+
+/// Parses `60s`, `10m`, `1h30m`, or a plain number of seconds (`0.5`).
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    if let Ok(secs) = s.parse::<f64>() {
+        return Duration::try_from_secs_f64(secs).map_err(|_| format!("'{s}' is not a valid number of seconds"));
+    }
+    humantime::parse_duration(s).map_err(|e| format!("'{s}' is not a duration ({e}); use e.g. 90s, 10m or 1h"))
+}
+
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("{}", one_line(&e.render().to_string()));
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = crate::interrupt::install() {
+        eprintln!("error: cannot install signal handlers: {e}");
+        return ExitCode::FAILURE;
+    }
+    let result = match cli.command {
+        Command::Build(a) => build::main(a),
+        Command::Run(a) => run::main(a),
+    };
+    result.unwrap_or_else(|e| {
+        if e.is::<Interrupted>() {
+            eprintln!("interrupted: stopped and cleaned up");
+            return ExitCode::from(130);
+        }
+        eprintln!("error: {}", one_line(&format!("{e:#}")));
+        ExitCode::FAILURE
+    })
+}
+
+/// Folds a multi-line message into one line, dropping clap's "For more information" tip.
+fn one_line(msg: &str) -> String {
+    msg.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("For more information"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Creates (truncates) an output file up front, so a bad path fails before a long run.
+fn create_output(path: &std::path::Path) -> Result<std::fs::File> {
+    std::fs::File::create(path).with_context(|| format!("cannot write {}; choose a writable path", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_accept_units_and_plain_seconds() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(parse_duration("0.5"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("-1").is_err());
+    }
+
+    #[test]
+    fn messages_fold_into_one_line() {
+        assert_eq!(one_line("error: bad\n\nUsage: x\n\nFor more information, try '--help'.\n"), "error: bad; Usage: x");
+    }
+}

@@ -1,0 +1,131 @@
+//! `dbvs run`: one measured run on a fresh copy of the pristine database.
+
+use super::build::ensure_built;
+use super::{create_output, parse_duration, summary, DbArgs};
+use crate::driver::{self, Event, Pacing, RunStatus};
+use crate::record::{Env, RunRecord};
+use anyhow::{Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime};
+
+#[derive(Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    db: DbArgs,
+    /// Worker threads, each with its own connection.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    threads: u32,
+    /// Measured time after warmup (e.g. 60s, 10m).
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    duration: Duration,
+    /// Time before measuring; statistics are reset when it ends.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    warmup: Duration,
+    /// Mean think time after each order; each pause is uniform in [0, 2 x think time).
+    #[arg(long, default_value = "0", value_parser = parse_duration)]
+    think_time: Duration,
+    /// Threads started per second during ramp-up (DS2's ramp_rate).
+    #[arg(long, default_value_t = 10.0)]
+    ramp_rate: f64,
+    /// How often to print a DS2-format progress line.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    report_interval: Duration,
+    /// Write the run record (parameters, environment, metrics, checks) as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Keep the run's database at FILE afterwards instead of deleting it (for inspection).
+    #[arg(long, value_name = "FILE")]
+    keep_db: Option<PathBuf>,
+}
+
+pub fn main(args: RunArgs) -> Result<ExitCode> {
+    if args.duration.is_zero() {
+        anyhow::bail!("--duration must be longer than 0, e.g. --duration 60s");
+    }
+    if !(args.ramp_rate > 0.0 && args.ramp_rate.is_finite()) {
+        anyhow::bail!("--ramp-rate must be a positive number of threads per second, e.g. --ramp-rate 10");
+    }
+    if args.report_interval < Duration::from_millis(100) {
+        anyhow::bail!("--report-interval must be at least 100ms");
+    }
+    let json_out = args.json.as_deref().map(create_output).transpose()?;
+    let (target, workload) = args.db.open()?;
+    let meta = ensure_built(target.as_ref(), workload.as_ref())?;
+    let env = Env {
+        host: crate::host::collect(),
+        engine_versions: target.versions()?,
+        dbvs_version: env!("CARGO_PKG_VERSION"),
+    };
+    let copy = target.fresh_copy()?;
+    if crate::interrupt::interrupted() {
+        return Err(crate::interrupt::Interrupted.into());
+    }
+
+    let pacing = Pacing {
+        threads: args.threads as usize,
+        ramp_rate: args.ramp_rate,
+        warmup: args.warmup,
+        duration: args.duration,
+        think_time: args.think_time,
+        report_interval: args.report_interval,
+        seed: args.db.seed,
+    };
+    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} s  {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    let db = copy.as_ref();
+    let result =
+        driver::run(&pacing, workload.operations(), &|i| workload.worker(db, &meta, i), &mut |event| match event {
+            Event::Tick { elapsed, of, warmup } => {
+                bar.set_prefix(if warmup { "warmup" } else { "measure" });
+                bar.set_length(of.as_secs());
+                bar.set_position(elapsed.as_secs().min(of.as_secs()));
+            }
+            Event::Interval { sample, warmup } => {
+                bar.set_message(format!("{} {:.0}", workload.rate_name(), sample.per_min));
+                let prefix = if warmup { "warmup " } else { "" };
+                bar.suspend(|| eprintln!("{prefix}{}", workload.interval_line(sample)));
+            }
+            Event::StatsReset => bar.suspend(|| eprintln!("Stats reset")),
+        });
+    bar.finish_and_clear();
+
+    let checks = workload.check(db, &meta, &result.from_start).context("checking the database after the run")?;
+    let final_line = workload.final_line(&result);
+    let record = RunRecord::new(workload.as_ref(), target.info(), &pacing, env, started_at, result, checks);
+    eprintln!("{final_line}");
+    summary::print(&record, workload.rate_name());
+
+    if let (Some(mut f), Some(path)) = (json_out, &args.json) {
+        serde_json::to_writer_pretty(&mut f, &record)?;
+        writeln!(f)?;
+        eprintln!("run record written to {}", path.display());
+    }
+    if let Some(dest) = &args.keep_db {
+        copy.keep(dest)?;
+        eprintln!("run database kept at {}", dest.display());
+    }
+    Ok(match &record.status {
+        RunStatus::Completed if record.checks.iter().all(|c| c.ok) => ExitCode::SUCCESS,
+        RunStatus::Completed => {
+            eprintln!("error: the database failed its post-run checks (see above)");
+            ExitCode::FAILURE
+        }
+        RunStatus::Interrupted => {
+            eprintln!("interrupted: the figures above cover the time measured before Ctrl-C");
+            ExitCode::from(130)
+        }
+        RunStatus::Failed(cause) => {
+            eprintln!("error: run failed: {cause}");
+            ExitCode::FAILURE
+        }
+    })
+}

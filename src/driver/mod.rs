@@ -1,0 +1,352 @@
+//! The closed-loop load driver shared by every workload.
+//!
+//! Workers ramp up and connect, wait for a common start, then run units of work (a DS2
+//! order, a TPC-C transaction) back to back until the run ends. Warmup statistics are thrown
+//! away when warmup ends, as DS2 does. The controller ticks every 100 ms so Ctrl-C is
+//! answered quickly; it never formats output itself, it hands events to an observer.
+
+pub mod stats;
+
+use crate::interrupt::{self, Stop};
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use stats::{Counters, SharedStats};
+pub use stats::{FromStart, LatencySummary, Measured, Outcome, UnitRecorder};
+use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+use std::sync::{Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+/// One database session running units of work. Created on its own thread.
+pub trait Worker {
+    /// Runs one unit of work, timing each operation into `rec`. An error ends the run as failed.
+    fn run_unit(&mut self, rec: &mut UnitRecorder) -> anyhow::Result<Outcome>;
+}
+
+/// How the driver paces the run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Pacing {
+    pub threads: usize,
+    /// Threads started per second: thread i waits uniform [0, threads / ramp_rate) s.
+    pub ramp_rate: f64,
+    #[serde(with = "secs")]
+    pub warmup: Duration,
+    #[serde(with = "secs")]
+    pub duration: Duration,
+    /// Mean think time; each worker sleeps uniform [0, 2 x think_time) after a unit.
+    #[serde(with = "secs")]
+    pub think_time: Duration,
+    #[serde(with = "secs")]
+    pub report_interval: Duration,
+    pub seed: u64,
+}
+
+mod secs {
+    pub fn serialize<S: serde::Serializer>(d: &std::time::Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+}
+
+/// One reporting interval of the measured window (DS2 prints one every 10 s).
+#[derive(Clone, Debug, Serialize)]
+pub struct IntervalSample {
+    /// Seconds since the statistics were last reset.
+    pub et_s: f64,
+    /// Units since the reset (DS2 `n_overall`).
+    pub units: u64,
+    /// Cumulative rate since the reset, per minute (DS2 `opm`).
+    pub per_min: f64,
+    /// Rate within this interval only, per minute (for over-time charts).
+    pub interval_per_min: f64,
+    pub lastn_max_ms: f64,
+    pub avg_ms: f64,
+    /// Mean unit latency of the units finished in this interval (DS2 `rt_tot_sampled`).
+    pub sampled_ms: f64,
+    pub rollbacks: u64,
+    pub rollback_pct: f64,
+}
+
+impl IntervalSample {
+    fn new(et: Duration, now: Counters, prev: Counters, since_prev: Duration) -> Self {
+        let et_s = et.as_secs_f64();
+        let per = |n: u64, secs: f64| if secs > 0.0 { 60.0 * n as f64 / secs } else { 0.0 };
+        let avg = |us: u64, n: u64| if n > 0 { us as f64 / n as f64 / 1000.0 } else { 0.0 };
+        let d_units = now.units - prev.units;
+        Self {
+            et_s,
+            units: now.units,
+            per_min: per(now.units, et_s),
+            interval_per_min: per(d_units, since_prev.as_secs_f64()),
+            lastn_max_ms: now.lastn_max_us as f64 / 1000.0,
+            avg_ms: avg(now.unit_us_sum, now.units),
+            sampled_ms: avg(now.unit_us_sum - prev.unit_us_sum, d_units),
+            rollbacks: now.rollbacks,
+            rollback_pct: if now.units > 0 { 100.0 * now.rollbacks as f64 / now.units as f64 } else { 0.0 },
+        }
+    }
+}
+
+/// What the observer hears about while the run goes on.
+pub enum Event<'a> {
+    /// Every controller tick: time into the current phase and the phase's length.
+    Tick {
+        elapsed: Duration,
+        of: Duration,
+        warmup: bool,
+    },
+    Interval {
+        sample: &'a IntervalSample,
+        warmup: bool,
+    },
+    /// Warmup ended and the statistics were zeroed.
+    StatsReset,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", content = "cause", rename_all = "lowercase")]
+pub enum RunStatus {
+    Completed,
+    Interrupted,
+    Failed(String),
+}
+
+/// Everything a run measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunResult {
+    #[serde(flatten)]
+    pub status: RunStatus,
+    /// Length of the measured window in seconds (0 if it never started).
+    pub elapsed_s: f64,
+    pub measured: Measured,
+    pub from_start: FromStart,
+    pub intervals: Vec<IntervalSample>,
+    /// CPU used by this whole process over the measured window, as % of all cores.
+    pub process_cpu_pct: f64,
+}
+
+const PHASE_WARMUP: u8 = 0;
+const PHASE_MEASURE: u8 = 1;
+const PHASE_DONE: u8 = 2;
+const TICK: Duration = Duration::from_millis(100);
+
+/// Runs `make_worker(i)` on each of `pacing.threads` threads and drives them to the end.
+pub fn run(
+    pacing: &Pacing,
+    op_names: &[&str],
+    make_worker: &(dyn Fn(usize) -> anyhow::Result<Box<dyn Worker>> + Sync),
+    observe: &mut dyn FnMut(Event),
+) -> RunResult {
+    let stats = SharedStats::new(pacing.threads, op_names.len());
+    let stop = Stop::default();
+    let phase = AtomicU8::new(if pacing.warmup.is_zero() { PHASE_MEASURE } else { PHASE_WARMUP });
+    let failure: Mutex<Option<String>> = Mutex::new(None);
+    let fail = |msg: String| {
+        failure.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(msg);
+        stop.request();
+    };
+    let connected = Barrier::new(pacing.threads + 1);
+
+    let mut status = RunStatus::Completed;
+    let mut intervals = Vec::new();
+    let mut window = (None, None);
+    let mut cpu = (0.0, 0.0);
+    std::thread::scope(|scope| {
+        for i in 0..pacing.threads {
+            let (stats, stop, phase, fail, connected) = (&stats, &stop, &phase, &fail, &connected);
+            std::thread::Builder::new()
+                .name(format!("worker-{i}"))
+                .spawn_scoped(scope, move || {
+                    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(pacing.seed ^ ((i as u64 + 1) << 32));
+                    let ramp = pacing.threads as f64 / pacing.ramp_rate;
+                    let worker = if stop.sleep(Duration::from_secs_f64(rng.random_range(0.0..ramp))) {
+                        None
+                    } else {
+                        make_worker(i).map_err(|e| fail(format!("worker {i} could not start: {e:#}"))).ok()
+                    };
+                    connected.wait();
+                    if let Some(mut w) = worker {
+                        work(i, w.as_mut(), &mut rng, pacing, stats, stop, phase, &fail);
+                    }
+                })
+                .expect("spawning a worker thread");
+        }
+        connected.wait();
+
+        let start = Instant::now();
+        let mut measure_start = start;
+        if phase.load(Relaxed) == PHASE_MEASURE {
+            window.0 = Some(start);
+            cpu.0 = process_cpu_seconds();
+        }
+        let mut prev = (Counters::default(), Duration::ZERO);
+        loop {
+            if stop.sleep(TICK) {
+                break;
+            }
+            if interrupt::interrupted() {
+                status = RunStatus::Interrupted;
+                break;
+            }
+            let now = Instant::now();
+            let warmup = phase.load(Relaxed) == PHASE_WARMUP;
+            if warmup && now - start >= pacing.warmup {
+                stats.reset_measured();
+                phase.store(PHASE_MEASURE, Relaxed);
+                measure_start = now;
+                window.0 = Some(now);
+                cpu.0 = process_cpu_seconds();
+                prev = (Counters::default(), Duration::ZERO);
+                observe(Event::StatsReset);
+                continue;
+            }
+            let et = now - measure_start;
+            let of = if warmup { pacing.warmup } else { pacing.duration };
+            observe(Event::Tick { elapsed: et, of, warmup });
+            if et - prev.1 >= pacing.report_interval {
+                let c = stats.counters();
+                let sample = IntervalSample::new(et, c, prev.0, et - prev.1);
+                observe(Event::Interval { sample: &sample, warmup });
+                if !warmup {
+                    intervals.push(sample);
+                }
+                prev = (c, et);
+            }
+            if !warmup && et >= pacing.duration {
+                break;
+            }
+        }
+        if window.0.is_some() {
+            window.1 = Some(Instant::now());
+            cpu.1 = process_cpu_seconds();
+        }
+        phase.store(PHASE_DONE, Relaxed);
+        stop.request();
+    });
+
+    if let Some(msg) = failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        status = RunStatus::Failed(msg);
+    }
+    let elapsed = match window {
+        (Some(a), Some(b)) => (b - a).as_secs_f64(),
+        _ => 0.0,
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    RunResult {
+        status,
+        elapsed_s: elapsed,
+        measured: stats.measured(op_names),
+        from_start: stats.from_start(op_names),
+        intervals,
+        process_cpu_pct: if elapsed > 0.0 { 100.0 * (cpu.1 - cpu.0) / elapsed / cores } else { 0.0 },
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn work(
+    i: usize,
+    worker: &mut dyn Worker,
+    rng: &mut impl Rng,
+    pacing: &Pacing,
+    stats: &SharedStats,
+    stop: &Stop,
+    phase: &AtomicU8,
+    fail: &dyn Fn(String),
+) {
+    let mut rec = UnitRecorder::default();
+    let think = pacing.think_time.as_secs_f64();
+    while !stop.is_requested() {
+        rec.clear();
+        let t0 = Instant::now();
+        let outcome = match worker.run_unit(&mut rec) {
+            Ok(o) => o,
+            Err(e) => return fail(format!("{e:#}")),
+        };
+        stats.count_from_start(&rec, outcome);
+        if phase.load(Relaxed) != PHASE_DONE {
+            stats.record(i, &rec, outcome);
+            stats.account(&rec, t0.elapsed());
+        }
+        if think > 0.0 && stop.sleep(Duration::from_secs_f64(rng.random_range(0.0..2.0 * think))) {
+            break;
+        }
+    }
+}
+
+/// User plus system CPU seconds this process has used so far.
+fn process_cpu_seconds() -> f64 {
+    // SAFETY: getrusage only writes into the zeroed struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Sleeper(Duration, u32);
+    impl Worker for Sleeper {
+        fn run_unit(&mut self, rec: &mut UnitRecorder) -> anyhow::Result<Outcome> {
+            std::thread::sleep(self.0);
+            rec.op(0, self.0);
+            self.1 += 1;
+            if self.1 == 1000 {
+                anyhow::bail!("boom")
+            }
+            Ok(if self.1.is_multiple_of(4) { Outcome::RolledBack } else { Outcome::Committed })
+        }
+    }
+
+    fn pacing(threads: usize, warmup_ms: u64, ms: u64) -> Pacing {
+        Pacing {
+            threads,
+            ramp_rate: 1000.0,
+            warmup: Duration::from_millis(warmup_ms),
+            duration: Duration::from_millis(ms),
+            think_time: Duration::ZERO,
+            report_interval: Duration::from_millis(200),
+            seed: 1,
+        }
+    }
+
+    #[test]
+    fn warmup_is_excluded_and_from_start_is_not() {
+        let mk = |_| Ok(Box::new(Sleeper(Duration::from_millis(5), 0)) as Box<dyn Worker>);
+        let mut resets = 0;
+        let r = run(&pacing(2, 300, 600), &["op"], &mk, &mut |e| {
+            if let Event::StatsReset = e {
+                resets += 1
+            }
+        });
+        assert_eq!(r.status, RunStatus::Completed);
+        assert_eq!(resets, 1);
+        let total = r.from_start.committed + r.from_start.rolled_back;
+        assert!(r.measured.units > 20 && r.measured.units < total, "{r:?}");
+        assert!(r.elapsed_s >= 0.6 && r.elapsed_s < 1.5);
+        assert!(!r.intervals.is_empty());
+        // Every fourth unit rolls back.
+        let rate = r.measured.rollbacks as f64 / r.measured.units as f64;
+        assert!((rate - 0.25).abs() < 0.05, "{rate}");
+    }
+
+    #[test]
+    fn a_failing_worker_fails_the_run_with_its_cause() {
+        let mk = |i| {
+            if i == 1 {
+                anyhow::bail!("no connection")
+            }
+            Ok(Box::new(Sleeper(Duration::from_millis(1), 0)) as Box<dyn Worker>)
+        };
+        let r = run(&pacing(2, 0, 5000), &["op"], &mk, &mut |_| {});
+        assert_eq!(r.status, RunStatus::Failed("worker 1 could not start: no connection".into()));
+    }
+
+    #[test]
+    fn an_error_mid_run_stops_everything() {
+        let mk = |_| Ok(Box::new(Sleeper(Duration::ZERO, 0)) as Box<dyn Worker>);
+        let t = Instant::now();
+        let r = run(&pacing(1, 0, 60_000), &["op"], &mk, &mut |_| {});
+        assert_eq!(r.status, RunStatus::Failed("boom".into()));
+        assert!(t.elapsed() < Duration::from_secs(10));
+    }
+}

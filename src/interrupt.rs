@@ -1,0 +1,83 @@
+//! Ctrl-C, SIGTERM and SIGHUP become a flag that long operations poll, so that an
+//! interrupted run can still stop its workers, report what it measured and clean up its
+//! files instead of dying mid-write.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::Duration;
+
+static INTERRUPTED: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+/// Routes the termination signals to the process-wide interrupt flag.
+pub fn install() -> std::io::Result<()> {
+    let flag = INTERRUPTED.get_or_init(|| Arc::new(AtomicBool::new(false)));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        signal_hook::flag::register(sig, Arc::clone(flag))?;
+    }
+    Ok(())
+}
+
+/// Whether the user asked the process to stop.
+pub fn interrupted() -> bool {
+    INTERRUPTED.get().is_some_and(|f| f.load(Ordering::Relaxed))
+}
+
+/// Error returned by work that stopped because of [`interrupted`].
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted")]
+pub struct Interrupted;
+
+/// A stop request that sleeping threads wake up for at once (ramp-up delays, think time).
+/// The flag is mirrored in an atomic so the hot path can poll it without a lock.
+#[derive(Clone, Default)]
+pub struct Stop(Arc<StopInner>);
+
+#[derive(Default)]
+struct StopInner {
+    flag: AtomicBool,
+    lock: Mutex<()>,
+    cvar: Condvar,
+}
+
+impl Stop {
+    pub fn request(&self) {
+        let _guard = self.0.lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.0.flag.store(true, Ordering::Relaxed);
+        self.0.cvar.notify_all();
+    }
+
+    pub fn is_requested(&self) -> bool {
+        self.0.flag.load(Ordering::Relaxed)
+    }
+
+    /// Sleeps for `d` unless a stop is requested first; returns whether to stop.
+    pub fn sleep(&self, d: Duration) -> bool {
+        let guard = self.0.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _unused =
+            self.0.cvar.wait_timeout_while(guard, d, |_| !self.is_requested()).unwrap_or_else(|p| p.into_inner());
+        self.is_requested()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    fn sleep_wakes_up_on_request() {
+        let stop = Stop::default();
+        let s2 = stop.clone();
+        let t = Instant::now();
+        let h = std::thread::spawn(move || s2.sleep(Duration::from_secs(30)));
+        std::thread::sleep(Duration::from_millis(50));
+        stop.request();
+        assert!(h.join().unwrap());
+        assert!(t.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn sleep_times_out_without_request() {
+        assert!(!Stop::default().sleep(Duration::from_millis(10)));
+    }
+}

@@ -1,0 +1,10 @@
+//! dbvs answers "what does this change cost my database?" by running database workloads
+//! against targets and configurations, and reporting what changed with honest statistics.
+
+pub mod cli;
+pub mod driver;
+pub mod host;
+pub mod interrupt;
+pub mod record;
+pub mod targets;
+pub mod workloads;

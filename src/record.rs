@@ -1,0 +1,72 @@
+//! The record of one run: what was run, where, on what machine, and what it measured.
+//! This is the JSON `dbvs run --json` writes, and what later tooling reads back.
+
+use crate::driver::{IntervalSample, Pacing, RunResult, RunStatus};
+use crate::host::HostInfo;
+use crate::targets::TargetInfo;
+use crate::workloads::{Check, Workload};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Serialize)]
+pub struct Env {
+    #[serde(flatten)]
+    pub host: HostInfo,
+    pub engine_versions: BTreeMap<String, String>,
+    pub dbvs_version: &'static str,
+}
+
+#[derive(Serialize)]
+pub struct DriverUsage {
+    /// CPU of the whole dbvs process (driver and, for embedded engines, the engine) as % of all cores.
+    pub process_cpu_pct: f64,
+    /// Share of worker time spent in driver code rather than in database calls.
+    pub driver_overhead_pct: f64,
+}
+
+#[derive(Serialize)]
+pub struct RunRecord {
+    #[serde(flatten)]
+    pub status: RunStatus,
+    pub started_at: String,
+    pub workload: &'static str,
+    pub target: TargetInfo,
+    pub params: serde_json::Value,
+    pub env: Env,
+    pub metrics: serde_json::Value,
+    pub elapsed_s: f64,
+    pub driver: DriverUsage,
+    pub intervals: Vec<IntervalSample>,
+    pub checks: Vec<Check>,
+}
+
+impl RunRecord {
+    pub fn new(
+        workload: &dyn Workload,
+        target: TargetInfo,
+        pacing: &Pacing,
+        env: Env,
+        started_at: String,
+        run: RunResult,
+        checks: Vec<Check>,
+    ) -> Self {
+        let mut params = workload.params();
+        params["pacing"] = serde_json::to_value(pacing).expect("pacing serializes");
+        Self {
+            metrics: workload.metrics(&run),
+            status: run.status,
+            started_at,
+            workload: workload.name(),
+            target,
+            params,
+            env,
+            elapsed_s: run.elapsed_s,
+            driver: DriverUsage {
+                process_cpu_pct: run.process_cpu_pct,
+                driver_overhead_pct: run.measured.driver_overhead_pct,
+            },
+            intervals: run.intervals,
+            checks,
+        }
+    }
+}

@@ -1,0 +1,372 @@
+//! Embedded SQLite, with SQLCipher compiled in (rusqlite's bundled SQLCipher with vendored
+//! OpenSSL), so encrypted databases need nothing installed on the host.
+//!
+//! Every connection runs in WAL mode with a lock-wait handler that counts how often a
+//! writer had to wait, so SQLite's single-writer lock shows up in the numbers instead of
+//! hiding inside latencies.
+
+use super::{Connection, Database, RunCopy, StagedBuild, Target, TargetInfo};
+use anyhow::{bail, Context, Result};
+use rusqlite::{ErrorCode, OpenFlags};
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A raw 256-bit SQLCipher key. Raw keys skip the per-connection key derivation, so opening
+/// a connection costs the same as for a plain database. Never printed.
+#[derive(Clone)]
+pub struct Key(String);
+
+impl Key {
+    /// Reads a key file holding 64 hex digits. The file must not be readable by others.
+    pub fn from_file(path: &Path) -> Result<Self> {
+        let meta = std::fs::metadata(path).with_context(|| format!("cannot read key file {}", path.display()))?;
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            bail!(
+                "key file {} is accessible by other users (mode {mode:04o}); run: chmod 600 {}",
+                path.display(),
+                path.display()
+            );
+        }
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read key file {}", path.display()))?;
+        Self::from_hex(text.trim()).with_context(|| format!("bad key file {}", path.display()))
+    }
+
+    pub fn from_hex(hex: &str) -> Result<Self> {
+        if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            bail!("a key must be exactly 64 hex digits (256 bits)");
+        }
+        Ok(Self(hex.to_ascii_lowercase()))
+    }
+}
+
+impl std::fmt::Debug for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Key(<redacted>)")
+    }
+}
+
+/// A SQLCipher setting applied right after the key, e.g. `cipher_page_size=4096`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CipherPragma {
+    name: String,
+    value: String,
+}
+
+impl std::str::FromStr for CipherPragma {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> Result<Self> {
+        const ALLOWED: &[&str] = &[
+            "cipher_page_size",
+            "cipher_use_hmac",
+            "kdf_iter",
+            "cipher_hmac_algorithm",
+            "cipher_kdf_algorithm",
+            "cipher_plaintext_header_size",
+        ];
+        let (name, value) = s.split_once('=').context("expected NAME=VALUE, e.g. cipher_page_size=4096")?;
+        if !ALLOWED.contains(&name) {
+            bail!("unknown cipher pragma '{name}'; allowed: {}", ALLOWED.join(", "));
+        }
+        if value.is_empty() || !value.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            bail!("cipher pragma {name} needs a plain word or number as its value, got '{value}'");
+        }
+        Ok(Self { name: name.into(), value: value.into() })
+    }
+}
+
+/// How a connection is tuned: a bulk build or a measured run.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    /// No journal and no syncs: the staging file is discarded if anything goes wrong.
+    Build,
+    /// WAL, production durability defaults, foreign keys enforced like on a server.
+    Run,
+}
+
+pub struct SqliteTarget {
+    path: PathBuf,
+    key: Option<Key>,
+    cipher_pragmas: Vec<CipherPragma>,
+}
+
+impl SqliteTarget {
+    pub fn new(path: PathBuf, key: Option<Key>, cipher_pragmas: Vec<CipherPragma>) -> Self {
+        Self { path, key, cipher_pragmas }
+    }
+
+    fn db(&self, path: PathBuf, mode: Mode) -> SqliteDb {
+        SqliteDb { path, key: self.key.clone(), cipher_pragmas: self.cipher_pragmas.clone(), mode }
+    }
+
+    /// A sibling of the pristine file, hidden, unique to this process.
+    fn sibling(&self, what: &str) -> PathBuf {
+        let name = self.path.file_name().map_or_else(|| "db".into(), |n| n.to_string_lossy().into_owned());
+        self.path.with_file_name(format!(".{name}.{what}-{}", std::process::id()))
+    }
+}
+
+impl Target for SqliteTarget {
+    fn info(&self) -> TargetInfo {
+        TargetInfo { engine: "sqlite", location: self.path.display().to_string(), encrypted: self.key.is_some() }
+    }
+
+    fn versions(&self) -> Result<BTreeMap<String, String>> {
+        let c = rusqlite::Connection::open_in_memory()?;
+        // The crypto provider is only reported once a key is set; this throwaway key
+        // protects nothing (the in-memory database is empty and dropped at once).
+        c.execute_batch(&format!("PRAGMA key = \"x'{}'\";", "0".repeat(64)))?;
+        let mut v = BTreeMap::from([("sqlite".to_string(), rusqlite::version().to_string())]);
+        for (name, pragma) in [("sqlcipher", "cipher_version"), ("crypto_provider", "cipher_provider_version")] {
+            let value: String = c.query_row(&format!("PRAGMA {pragma}"), [], |r| r.get(0))?;
+            v.insert(name.to_string(), value);
+        }
+        Ok(v)
+    }
+
+    fn pristine(&self) -> Result<Option<super::BuildMeta>> {
+        if !self.path.exists() {
+            return Ok(None);
+        }
+        if !self.path.is_file() {
+            bail!("{} is not a regular file; choose a file path for sqlite:PATH", self.path.display());
+        }
+        let mut conn = self.db(self.path.clone(), Mode::Run).connect()?;
+        match super::read_meta(&mut conn)? {
+            Some(meta) => Ok(Some(meta)),
+            None => bail!("{} exists but was not built by dbvs; remove it or choose another path", self.path.display()),
+        }
+    }
+
+    fn stage_build(&self) -> Result<Box<dyn StagedBuild>> {
+        let staging = self.sibling("building");
+        std::fs::File::create(&staging).with_context(|| {
+            format!("cannot create a database next to {}; choose a writable path", self.path.display())
+        })?;
+        Ok(Box::new(Staged { db: self.db(staging, Mode::Build), dest: self.path.clone() }))
+    }
+
+    fn fresh_copy(&self) -> Result<Box<dyn RunCopy>> {
+        let copy = self.sibling("run");
+        let db = self.db(copy, Mode::Run);
+        let guard = Copied(db);
+        std::fs::copy(&self.path, &guard.0.path).with_context(|| {
+            format!("cannot copy {} for the run; is its directory writable and is there space?", self.path.display())
+        })?;
+        Ok(Box::new(guard))
+    }
+}
+
+#[derive(Clone)]
+struct SqliteDb {
+    path: PathBuf,
+    key: Option<Key>,
+    cipher_pragmas: Vec<CipherPragma>,
+    mode: Mode,
+}
+
+impl SqliteDb {
+    fn open(&self) -> Result<rusqlite::Connection> {
+        let mut c = rusqlite::Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .with_context(|| format!("cannot open {}", self.path.display()))?;
+        if let Some(key) = &self.key {
+            // SQLCipher logs a wrong key to stderr itself; we report it as one clear error.
+            c.execute_batch("PRAGMA cipher_log_level = NONE;")?;
+            // The key must be the first statement that touches the database.
+            c.execute_batch(&format!("PRAGMA key = \"x'{}'\";", key.0))?;
+            for p in &self.cipher_pragmas {
+                c.execute_batch(&format!("PRAGMA {} = {};", p.name, p.value))?;
+            }
+        }
+        c.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(())).map_err(|e| match e.sqlite_error_code() {
+            Some(ErrorCode::NotADatabase) => anyhow::anyhow!(
+                "cannot read {}: not a SQLite database, or encrypted with another key (check --key-file)",
+                self.path.display()
+            ),
+            _ => anyhow::Error::new(e).context(format!("cannot read {}", self.path.display())),
+        })?;
+        match self.mode {
+            Mode::Build => c.execute_batch(
+                "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA locking_mode = EXCLUSIVE;",
+            )?,
+            Mode::Run => {
+                c.execute_batch("PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON;")?;
+                c.busy_handler(Some(on_busy))?;
+            }
+        }
+        Ok(c)
+    }
+
+    fn remove(&self) {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut p = self.path.clone().into_os_string();
+            p.push(suffix);
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+impl Database for SqliteDb {
+    fn connect(&self) -> Result<Connection> {
+        Ok(Connection::Sqlite(self.open()?))
+    }
+}
+
+struct Staged {
+    db: SqliteDb,
+    dest: PathBuf,
+}
+
+impl Database for Staged {
+    fn connect(&self) -> Result<Connection> {
+        self.db.connect()
+    }
+}
+
+impl StagedBuild for Staged {
+    fn publish(self: Box<Self>) -> Result<()> {
+        {
+            // Runs use WAL; the journal mode is stored in the file, so set it once here.
+            let c = SqliteDb { mode: Mode::Run, ..self.db.clone() }.open()?;
+            c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
+        }
+        std::fs::File::open(&self.db.path)?.sync_all()?;
+        std::fs::rename(&self.db.path, &self.dest).with_context(|| format!("cannot create {}", self.dest.display()))?;
+        self.db.remove();
+        Ok(())
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        self.db.remove();
+    }
+}
+
+struct Copied(SqliteDb);
+
+impl Database for Copied {
+    fn connect(&self) -> Result<Connection> {
+        self.0.connect()
+    }
+}
+
+impl RunCopy for Copied {
+    fn keep(self: Box<Self>, dest: &Path) -> Result<()> {
+        {
+            let c = self.0.open()?;
+            c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
+        }
+        std::fs::rename(&self.0.path, dest)
+            .with_context(|| format!("cannot keep the run database as {}", dest.display()))?;
+        Ok(())
+    }
+}
+
+impl Drop for Copied {
+    fn drop(&mut self) {
+        self.0.remove();
+    }
+}
+
+thread_local! {
+    static LOCK_WAITS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Give up on a lock after this many waits (about 10 s in all), then the caller retries.
+const MAX_LOCK_WAITS: i32 = 2000;
+
+/// SQLite calls this when another connection holds the write lock. Backs off from 50 us to
+/// 5 ms: finer than SQLite's default busy timeout (1 ms to 100 ms steps), which would add
+/// latency the engine itself does not need.
+fn on_busy(attempt: i32) -> bool {
+    LOCK_WAITS.with(|c| c.set(c.get() + 1));
+    if attempt >= MAX_LOCK_WAITS {
+        return false;
+    }
+    std::thread::sleep(Duration::from_micros((50u64 << attempt.min(7)).min(5_000)));
+    true
+}
+
+/// Lock waits on this thread since the last call.
+pub fn take_lock_waits() -> u64 {
+    LOCK_WAITS.with(|c| c.replace(0))
+}
+
+/// Whether an error means "the database was busy": the transaction should be retried.
+pub fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_must_be_64_hex_digits() {
+        assert!(Key::from_hex(&"ab".repeat(32)).is_ok());
+        assert!(Key::from_hex("abc").is_err());
+        assert!(Key::from_hex(&"zz".repeat(32)).is_err());
+        assert_eq!(format!("{:?}", Key::from_hex(&"ab".repeat(32)).unwrap()), "Key(<redacted>)");
+    }
+
+    #[test]
+    fn key_files_readable_by_others_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("k");
+        std::fs::write(&p, "ab".repeat(32)).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(Key::from_file(&p).unwrap_err().to_string().contains("chmod 600"));
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(Key::from_file(&p).is_ok());
+    }
+
+    #[test]
+    fn cipher_pragmas_are_allow_listed() {
+        assert!("cipher_page_size=4096".parse::<CipherPragma>().is_ok());
+        assert!("journal_mode=OFF".parse::<CipherPragma>().is_err());
+        assert!("kdf_iter=1; DROP TABLE x".parse::<CipherPragma>().is_err());
+    }
+
+    #[test]
+    fn encrypted_database_needs_its_key_and_holds_no_plaintext() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("e.db");
+        let key = Key::from_hex(&"5a".repeat(32)).unwrap();
+        let t = SqliteTarget::new(path.clone(), Some(key), vec![]);
+        let staged = t.stage_build().unwrap();
+        {
+            let Connection::Sqlite(c) = staged.connect().unwrap();
+            c.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES ('canary-plaintext-marker');").unwrap();
+            super::super::write_meta(&mut Connection::Sqlite(c), &BTreeMap::new()).unwrap();
+        }
+        staged.publish().unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(!bytes.windows(23).any(|w| w == b"canary-plaintext-marker"));
+        assert!(t.pristine().unwrap().is_some());
+        let wrong = SqliteTarget::new(path, Some(Key::from_hex(&"00".repeat(32)).unwrap()), vec![]);
+        assert!(wrong.pristine().unwrap_err().to_string().contains("another key"));
+    }
+
+    #[test]
+    fn copies_and_failed_builds_leave_no_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = SqliteTarget::new(dir.path().join("p.db"), None, vec![]);
+        drop(t.stage_build().unwrap());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let staged = t.stage_build().unwrap();
+        super::super::write_meta(&mut staged.connect().unwrap(), &BTreeMap::new()).unwrap();
+        staged.publish().unwrap();
+        let copy = t.fresh_copy().unwrap();
+        copy.connect().unwrap();
+        drop(copy);
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, vec!["p.db"]);
+    }
+}
