@@ -1,7 +1,7 @@
 //! The record of one run: what was run, where, on what machine, and what it measured.
 //! This is the JSON `dbvs run --json` writes, and what later tooling reads back.
 
-use crate::driver::{IntervalSample, Pacing, RunResult, RunStatus};
+use crate::driver::{FromStart, IntervalSample, Pacing, RunResult, RunStatus};
 use crate::host::HostInfo;
 use crate::targets::TargetInfo;
 use crate::workloads::{Check, Workload};
@@ -37,6 +37,9 @@ pub struct RunRecord {
     pub elapsed_s: f64,
     pub driver: DriverUsage,
     pub intervals: Vec<IntervalSample>,
+    /// What the run did to the database from its first second, warmup included: the
+    /// numbers the post-run checks hold the database to.
+    pub totals: FromStart,
     pub checks: Vec<Check>,
 }
 
@@ -66,6 +69,7 @@ impl RunRecord {
                 driver_overhead_pct: run.measured.driver_overhead_pct,
             },
             intervals: run.intervals,
+            totals: run.from_start,
             checks,
         }
     }

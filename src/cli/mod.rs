@@ -105,11 +105,14 @@ pub fn main() -> ExitCode {
 
 /// Folds a multi-line message into one line, dropping clap's "For more information" tip.
 fn one_line(msg: &str) -> String {
-    msg.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with("For more information"))
-        .collect::<Vec<_>>()
-        .join("; ")
+    let mut out = String::new();
+    for line in msg.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with("For more information")) {
+        if !out.is_empty() {
+            out.push_str(if out.ends_with(':') { " " } else { "; " });
+        }
+        out.push_str(line);
+    }
+    out
 }
 
 /// Creates (truncates) an output file up front, so a bad path fails before a long run.
@@ -134,5 +137,6 @@ mod tests {
     #[test]
     fn messages_fold_into_one_line() {
         assert_eq!(one_line("error: bad\n\nUsage: x\n\nFor more information, try '--help'.\n"), "error: bad; Usage: x");
+        assert_eq!(one_line("error: missing:\n  --target\n"), "error: missing: --target");
     }
 }

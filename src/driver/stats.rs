@@ -7,6 +7,7 @@
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -140,12 +141,12 @@ pub struct FromStart {
     pub committed: u64,
     pub rolled_back: u64,
     /// Per operation name, how many completed.
-    pub ops: Vec<(String, u64)>,
+    pub ops: BTreeMap<String, u64>,
 }
 
 impl FromStart {
     pub fn op(&self, name: &str) -> u64 {
-        self.ops.iter().find(|(n, _)| n == name).map_or(0, |(_, c)| *c)
+        self.ops.get(name).copied().unwrap_or(0)
     }
 }
 

@@ -302,7 +302,7 @@ mod tests {
             sales: 50,
             quantity_sold: 50,
         };
-        let done = FromStart { committed: 3, rolled_back: 1, ops: vec![("new_customer".into(), 1)] };
+        let done = FromStart { committed: 3, rolled_back: 1, ops: [("new_customer".into(), 1)].into() };
         let c = checks(&init, &seen, &done);
         assert!(!c[0].ok && c[0].detail == "expected 8, found 7");
         assert!(c[1..].iter().all(|c| c.ok));

@@ -1,0 +1,39 @@
+//! Helpers for tests that drive the real `dbvs` binary.
+#![allow(dead_code)] // each test file uses a different subset
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+pub fn dbvs(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dbvs")).args(args).output().expect("dbvs runs")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Runs dbvs and asserts success, showing its output otherwise.
+pub fn ok(args: &[&str]) -> Output {
+    let o = dbvs(args);
+    assert!(o.status.success(), "dbvs {args:?} failed:\n{}\n{}", stdout(&o), stderr(&o));
+    o
+}
+
+pub fn target(dir: &Path, name: &str) -> String {
+    format!("sqlite:{}", dir.join(name).display())
+}
+
+pub fn count(c: &rusqlite::Connection, table: &str) -> i64 {
+    c.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0)).unwrap()
+}
+
+pub fn files_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    v.sort();
+    v
+}
