@@ -1,9 +1,10 @@
 //! Run statistics in constant memory.
 //!
 //! Every latency goes into an HDR histogram (never a per-sample vector), so a run of hours
-//! uses the same memory as a run of seconds. Each worker owns its histograms behind an
-//! uncontended mutex; the controller only takes those locks to reset them when warmup ends
-//! and to merge them at the end. Counters the 1 s controller tick needs are atomics.
+//! uses the same memory as a run of seconds. Workers record into a few sharded histogram
+//! sets behind rarely contended mutexes; the controller only takes those locks to reset them
+//! when warmup ends and to merge them at the end. Counters the controller's tick needs are
+//! atomics.
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -109,6 +110,13 @@ impl LatencySummary {
     }
 }
 
+/// Histogram sets to spread the workers over: enough that workers rarely share a lock on
+/// this many cores, few enough that memory stays flat with a thousand threads.
+fn shards(workers: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    workers.clamp(1, 2 * cores)
+}
+
 /// Counters shared by all workers. "Measured" ones are zeroed when warmup ends;
 /// "from start" ones never are, because the database invariants need every commit.
 pub struct SharedStats {
@@ -178,7 +186,7 @@ impl SharedStats {
             committed_from_start: AtomicU64::new(0),
             rolled_back_from_start: AtomicU64::new(0),
             ops_from_start: (0..ops).map(|_| AtomicU64::new(0)).collect(),
-            workers: (0..workers)
+            workers: (0..shards(workers))
                 .map(|_| {
                     Mutex::new(WorkerHistograms {
                         unit: new_histogram(),
@@ -211,7 +219,7 @@ impl SharedStats {
         }
         self.retries.fetch_add(rec.retries, Relaxed);
         self.lock_waits.fetch_add(rec.lock_waits, Relaxed);
-        let mut h = self.workers[worker].lock().unwrap_or_else(|p| p.into_inner());
+        let mut h = self.workers[worker % self.workers.len()].lock().unwrap_or_else(|p| p.into_inner());
         h.unit.saturating_record(unit_us);
         for (op, took) in &rec.ops {
             h.ops[*op].saturating_record(took.as_micros() as u64);

@@ -102,10 +102,24 @@ impl SqliteTarget {
         SqliteDb { path, key: self.key.clone(), cipher_pragmas: self.cipher_pragmas.clone(), mode }
     }
 
-    /// A sibling of the pristine file, hidden, unique to this process.
+    fn file_name(&self) -> String {
+        self.path.file_name().map_or_else(|| "db".into(), |n| n.to_string_lossy().into_owned())
+    }
+
+    /// A sibling of the pristine file, hidden, unique to this process. Sweeps away the
+    /// siblings of dbvs processes that died without cleaning up (kill -9, power loss).
     fn sibling(&self, what: &str) -> PathBuf {
-        let name = self.path.file_name().map_or_else(|| "db".into(), |n| n.to_string_lossy().into_owned());
-        self.path.with_file_name(format!(".{name}.{what}-{}", std::process::id()))
+        let prefix = format!(".{}.", self.file_name());
+        let dir = self.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name.strip_prefix(&prefix).and_then(owner_pid) {
+                if !Path::new(&format!("/proc/{pid}")).exists() {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+        }
+        self.path.with_file_name(format!("{prefix}{what}-{}", std::process::id()))
     }
 }
 
@@ -275,6 +289,12 @@ impl Drop for Copied {
     }
 }
 
+/// The process id in a sibling's name such as `run-123` or `building-123-wal`.
+fn owner_pid(rest: &str) -> Option<u32> {
+    let rest = rest.strip_prefix("run-").or_else(|| rest.strip_prefix("building-"))?;
+    rest.split('-').next()?.parse().ok()
+}
+
 thread_local! {
     static LOCK_WAITS: Cell<u64> = const { Cell::new(0) };
 }
@@ -352,6 +372,22 @@ mod tests {
         assert!(t.pristine().unwrap().is_some());
         let wrong = SqliteTarget::new(path, Some(Key::from_hex(&"00".repeat(32)).unwrap()), vec![]);
         assert!(wrong.pristine().unwrap_err().to_string().contains("another key"));
+    }
+
+    #[test]
+    fn files_of_dead_processes_are_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = SqliteTarget::new(dir.path().join("p.db"), None, vec![]);
+        let me = std::process::id();
+        for f in [".p.db.run-999999999", ".p.db.run-999999999-wal", ".p.db.building-999999999", "other.db"] {
+            std::fs::write(dir.path().join(f), b"x").unwrap();
+        }
+        std::fs::write(dir.path().join(format!(".p.db.run-{me}-wal")), b"x").unwrap();
+        t.sibling("run");
+        let mut left: Vec<_> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        left.sort();
+        assert_eq!(left, vec![format!(".p.db.run-{me}-wal"), "other.db".into()]);
     }
 
     #[test]
