@@ -76,6 +76,23 @@ fn ctrl_c_stops_the_run_reports_it_and_leaves_no_stray_files() {
     assert_eq!(files_in(dir.path()), vec!["p.db", "r.json"]);
 }
 
+#[test]
+fn ctrl_c_during_a_build_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_dbvs"))
+        .args(["build", "--target", &target(dir.path(), "big.db"), "--size", "1GB"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: sending a signal to our own child process.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(stderr(&out).contains("interrupted"));
+    assert!(files_in(dir.path()).is_empty(), "left: {:?}", files_in(dir.path()));
+}
+
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }

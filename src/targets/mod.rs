@@ -14,7 +14,7 @@ use std::path::Path;
 
 /// An open connection to an engine. Workloads match on it to pick their dialect module.
 pub enum Connection {
-    Sqlite(rusqlite::Connection),
+    Sqlite(sqlite::SqliteConnection),
 }
 
 /// What a report says about the target.

@@ -12,6 +12,7 @@ use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// A raw 256-bit SQLCipher key. Raw keys skip the per-connection key derivation, so opening
@@ -99,7 +100,13 @@ impl SqliteTarget {
     }
 
     fn db(&self, path: PathBuf, mode: Mode) -> SqliteDb {
-        SqliteDb { path, key: self.key.clone(), cipher_pragmas: self.cipher_pragmas.clone(), mode }
+        SqliteDb {
+            path,
+            key: self.key.clone(),
+            cipher_pragmas: self.cipher_pragmas.clone(),
+            mode,
+            gate: WriteGate::default(),
+        }
     }
 
     fn file_name(&self) -> String {
@@ -180,6 +187,42 @@ struct SqliteDb {
     key: Option<Key>,
     cipher_pragmas: Vec<CipherPragma>,
     mode: Mode,
+    gate: WriteGate,
+}
+
+/// SQLite admits one writer at a time and makes the others poll its file lock with sleeps.
+/// Connections opened from one database share this gate, so dbvs's own writers queue on
+/// an in-process mutex instead: throughput is then the engine's, not a polling artifact.
+#[derive(Clone, Default)]
+pub struct WriteGate(Arc<Mutex<()>>);
+
+impl WriteGate {
+    /// Waits for the right to write; the flag says whether another writer held it.
+    pub fn enter(&self) -> (MutexGuard<'_, ()>, bool) {
+        match self.0.try_lock() {
+            Ok(g) => (g, false),
+            Err(_) => (self.0.lock().unwrap_or_else(|p| p.into_inner()), true),
+        }
+    }
+}
+
+/// A SQLite connection plus the write gate it shares with its siblings.
+pub struct SqliteConnection {
+    pub conn: rusqlite::Connection,
+    pub gate: WriteGate,
+}
+
+impl std::ops::Deref for SqliteConnection {
+    type Target = rusqlite::Connection;
+    fn deref(&self) -> &rusqlite::Connection {
+        &self.conn
+    }
+}
+
+impl std::ops::DerefMut for SqliteConnection {
+    fn deref_mut(&mut self) -> &mut rusqlite::Connection {
+        &mut self.conn
+    }
 }
 
 impl SqliteDb {
@@ -228,7 +271,7 @@ impl SqliteDb {
 
 impl Database for SqliteDb {
     fn connect(&self) -> Result<Connection> {
-        Ok(Connection::Sqlite(self.open()?))
+        Ok(Connection::Sqlite(SqliteConnection { conn: self.open()?, gate: self.gate.clone() }))
     }
 }
 
@@ -362,9 +405,10 @@ mod tests {
         let t = SqliteTarget::new(path.clone(), Some(key), vec![]);
         let staged = t.stage_build().unwrap();
         {
-            let Connection::Sqlite(c) = staged.connect().unwrap();
+            let mut conn = staged.connect().unwrap();
+            let Connection::Sqlite(c) = &conn;
             c.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES ('canary-plaintext-marker');").unwrap();
-            super::super::write_meta(&mut Connection::Sqlite(c), &BTreeMap::new()).unwrap();
+            super::super::write_meta(&mut conn, &BTreeMap::new()).unwrap();
         }
         staged.publish().unwrap();
         let bytes = std::fs::read(&path).unwrap();

@@ -7,7 +7,7 @@ use super::build::{Batch, Loader as LoaderTrait};
 use super::order::{Browse, Cart, Session as SessionTrait};
 use super::{data::Customer, Observed, RESTOCK_FLOOR};
 use crate::driver::{Outcome, UnitRecorder};
-use crate::targets::sqlite::{is_busy, take_lock_waits};
+use crate::targets::sqlite::{is_busy, take_lock_waits, SqliteConnection};
 use anyhow::{bail, Result};
 use rusqlite::{params, Connection, OptionalExtension, ToSql};
 
@@ -142,21 +142,24 @@ fn customer_params<'a>(c: &'a Customer, id: &'a Option<i64>) -> [&'a dyn ToSql; 
     ]
 }
 
-pub struct Session(Connection);
+pub struct Session(SqliteConnection);
 
 impl Session {
-    pub fn new(c: Connection) -> Self {
+    pub fn new(c: SqliteConnection) -> Self {
         Self(c)
     }
 
-    /// Runs a write transaction, restarting it while the database is busy. Each restart is
-    /// counted; a transaction that stays busy for 100 restarts fails the run.
+    /// Runs a write transaction behind the write gate, restarting it while the database is
+    /// busy (another process holds the lock). Each restart is counted; a transaction that
+    /// stays busy for 100 restarts fails the run.
     fn write<T>(
         &mut self,
         rec: &mut UnitRecorder,
         mut body: impl FnMut(&Connection) -> rusqlite::Result<T>,
     ) -> Result<T> {
         const MAX_RESTARTS: u32 = 100;
+        let (_turn, waited) = self.0.gate.enter();
+        rec.lock_waits(u64::from(waited));
         for _ in 0..MAX_RESTARTS {
             let result = self.0.execute_batch("BEGIN IMMEDIATE").and_then(|_| body(&self.0));
             match result {
