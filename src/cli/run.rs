@@ -75,7 +75,7 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
         seed: args.db.seed,
     };
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+    let bar = ProgressBar::with_draw_target(Some(pacing.warmup.as_secs()), ProgressDrawTarget::stderr());
     bar.set_style(
         ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} s  {msg}")
             .expect("valid template")
