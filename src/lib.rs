@@ -6,5 +6,6 @@ pub mod driver;
 pub mod host;
 pub mod interrupt;
 pub mod record;
+pub mod stats;
 pub mod targets;
 pub mod workloads;
