@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct HostInfo {
     pub cpu_model: String,
     pub cores: usize,

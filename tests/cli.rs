@@ -3,7 +3,7 @@
 mod common;
 use common::*;
 use std::os::unix::fs::PermissionsExt;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 /// Asserts a clean failure: non-zero exit, one line on stderr naming `needle`, no panic.
@@ -53,7 +53,7 @@ fn a_pristine_database_of_another_size_is_refused() {
 fn ctrl_c_stops_the_run_reports_it_and_leaves_no_stray_files() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
-    let child = Command::new(env!("CARGO_BIN_EXE_dbvs"))
+    let child = command()
         .args(["run", "--target", &target(dir.path(), "p.db"), "--size", "1MB", "--threads", "2"])
         .args(["--duration", "120s", "--warmup", "1s", "--json", json.to_str().unwrap()])
         .stdout(Stdio::piped())
@@ -79,7 +79,7 @@ fn ctrl_c_stops_the_run_reports_it_and_leaves_no_stray_files() {
 #[test]
 fn ctrl_c_during_a_build_leaves_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_dbvs"))
+    let child = command()
         .args(["build", "--target", &target(dir.path(), "big.db"), "--size", "1GB"])
         .stderr(Stdio::piped())
         .spawn()

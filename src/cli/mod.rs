@@ -1,7 +1,9 @@
 //! Command line: argument parsing, and turning errors into one clear line and an exit code.
 
 mod build;
+mod results;
 mod run;
+mod study;
 mod summary;
 
 use crate::interrupt::Interrupted;
@@ -26,6 +28,15 @@ enum Command {
     Build(build::BuildArgs),
     /// Run a workload on a fresh copy of the pristine database (built first if missing).
     Run(run::RunArgs),
+    /// Run a study: variants x workload in randomized blocks, with verdicts and reports.
+    Study(study::StudyArgs),
+    /// Browse the results store ($DBVS_RESULTS, default ~/.local/share/dbvs/results.db).
+    #[command(subcommand)]
+    Results(results::ResultsCommand),
+    /// Render a stored study's report in any format.
+    Report(results::ReportArgs),
+    /// Compare two stored runs side by side (ad hoc A/B, no confidence interval).
+    Compare(results::CompareArgs),
 }
 
 /// Which database, which workload, which data.
@@ -43,9 +54,12 @@ struct DbArgs {
     /// Seed for the data generator and the workers' random choices; same seed, same data.
     #[arg(long, default_value_t = 42)]
     seed: u64,
-    /// File holding a raw 256-bit SQLCipher key as 64 hex digits (mode 0600): encrypts the database.
+    /// SQLCipher key file (mode 0600): encrypts the database. See --key-kind.
     #[arg(long, value_name = "FILE")]
     key_file: Option<PathBuf>,
+    /// What the key file holds: raw = 64 hex digits (a 256-bit key), passphrase = text run through SQLCipher's KDF.
+    #[arg(long, value_enum, default_value_t = sqlite::KeyKind::Raw, requires = "key_file")]
+    key_kind: sqlite::KeyKind,
     /// SQLCipher setting applied after the key, e.g. cipher_page_size=4096, kdf_iter=1, cipher_use_hmac=OFF (repeatable).
     #[arg(long, value_name = "NAME=VALUE", requires = "key_file")]
     cipher_pragma: Vec<sqlite::CipherPragma>,
@@ -55,7 +69,7 @@ struct DbArgs {
 
 impl DbArgs {
     fn open(&self) -> Result<(Box<dyn targets::Target>, Box<dyn Workload>)> {
-        let key = self.key_file.as_deref().map(sqlite::Key::from_file).transpose()?;
+        let key = self.key_file.as_deref().map(|f| sqlite::Key::from_file(f, self.key_kind)).transpose()?;
         let target = targets::parse(&self.target, key, self.cipher_pragma.clone())?;
         let workload = workloads::by_name(
             &self.workload,
@@ -66,7 +80,7 @@ impl DbArgs {
 }
 
 /// Parses `60s`, `10m`, `1h30m`, or a plain number of seconds (`0.5`).
-fn parse_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if let Ok(secs) = s.parse::<f64>() {
         return Duration::try_from_secs_f64(secs).map_err(|_| format!("'{s}' is not a valid number of seconds"));
     }
@@ -92,6 +106,10 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Build(a) => build::main(a),
         Command::Run(a) => run::main(a),
+        Command::Study(a) => study::main(a),
+        Command::Results(c) => results::results(c),
+        Command::Report(a) => results::report(a),
+        Command::Compare(a) => results::compare(a),
     };
     result.unwrap_or_else(|e| {
         if e.is::<Interrupted>() {

@@ -40,6 +40,12 @@ pub struct RunArgs {
     /// Keep the run's database at FILE afterwards instead of deleting it (for inspection).
     #[arg(long, value_name = "FILE")]
     keep_db: Option<PathBuf>,
+    /// Do not record the run in the results store.
+    #[arg(long)]
+    no_store: bool,
+    /// Test-only: busy-wait this long in every order (a known slowdown for verdict tests).
+    #[arg(long, hide = true, default_value = "0", value_parser = parse_duration)]
+    inject_delay: Duration,
 }
 
 pub fn main(args: RunArgs) -> Result<ExitCode> {
@@ -73,6 +79,7 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
         think_time: args.think_time,
         report_interval: args.report_interval,
         seed: args.db.seed,
+        injected_delay: args.inject_delay,
     };
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let bar = ProgressBar::with_draw_target(Some(pacing.warmup.as_secs()), ProgressDrawTarget::stderr());
@@ -108,6 +115,11 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
         serde_json::to_writer_pretty(&mut f, &record)?;
         writeln!(f)?;
         eprintln!("run record written to {}", path.display());
+    }
+    if !args.no_store {
+        let mut store = crate::store::Store::open(&crate::store::default_path())?;
+        let id = store.add_run(None, &serde_json::to_value(&record)?, "opm")?;
+        eprintln!("stored as run {id} in {}", store.path.display());
     }
     if let Some(dest) = &args.keep_db {
         copy.keep(dest)?;

@@ -38,6 +38,9 @@ pub struct Pacing {
     #[serde(with = "secs")]
     pub report_interval: Duration,
     pub seed: u64,
+    /// Test-only: a busy-wait added to every unit, so verdict tests have a known slowdown.
+    #[serde(with = "secs")]
+    pub injected_delay: Duration,
 }
 
 mod secs {
@@ -107,6 +110,17 @@ pub enum RunStatus {
     Completed,
     Interrupted,
     Failed(String),
+}
+
+impl RunStatus {
+    /// The status word and, for a failure, its cause.
+    pub fn parts(&self) -> (&'static str, Option<&str>) {
+        match self {
+            RunStatus::Completed => ("completed", None),
+            RunStatus::Interrupted => ("interrupted", None),
+            RunStatus::Failed(c) => ("failed", Some(c)),
+        }
+    }
 }
 
 /// Everything a run measured.
@@ -260,6 +274,13 @@ fn work(
             Ok(o) => o,
             Err(e) => return fail(format!("{e:#}")),
         };
+        if !pacing.injected_delay.is_zero() {
+            let t = Instant::now();
+            while t.elapsed() < pacing.injected_delay {
+                std::hint::spin_loop();
+            }
+            rec.untimed(t.elapsed());
+        }
         stats.count_from_start(&rec, outcome);
         if phase.load(Relaxed) != PHASE_DONE {
             stats.record(i, &rec, outcome);
@@ -306,6 +327,7 @@ mod tests {
             think_time: Duration::ZERO,
             report_interval: Duration::from_millis(200),
             seed: 1,
+            injected_delay: Duration::ZERO,
         }
     }
 

@@ -81,7 +81,7 @@ struct WorkerHistograms {
 }
 
 /// Percentiles of one latency distribution, in milliseconds.
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize, PartialEq)]
 pub struct LatencySummary {
     pub count: u64,
     pub avg_ms: f64,

@@ -23,7 +23,7 @@ pub fn t_critical(df: f64) -> f64 {
 }
 
 /// Mean, median and a 95% t-interval of the mean.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize, PartialEq)]
 pub struct Summary {
     pub n: usize,
     pub mean: f64,

@@ -12,7 +12,7 @@ use serde::Serialize;
 /// Bootstrap resamples: enough for stable 2.5/97.5 percentiles.
 const RESAMPLES: usize = 10_000;
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize, PartialEq)]
 pub struct RatioEstimate {
     /// Blocks with both values.
     pub n: usize,

@@ -10,7 +10,7 @@ pub const ALPHA: f64 = 0.05;
 /// default noise threshold).
 pub const NOISE: f64 = 0.01;
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize, PartialEq)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
 pub enum Verdict {
     /// Worse by `pct` percent, with the 95% interval of that percentage.

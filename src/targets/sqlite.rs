@@ -15,14 +15,28 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-/// A raw 256-bit SQLCipher key. Raw keys skip the per-connection key derivation, so opening
-/// a connection costs the same as for a plain database. Never printed.
+/// What a SQLCipher key file holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KeyKind {
+    /// 64 hex digits: a raw 256-bit key. Skips key derivation, so opening a connection costs
+    /// the same as for a plain database.
+    #[default]
+    Raw,
+    /// A passphrase, stretched by SQLCipher's PBKDF2 on every connection open (kdf_iter).
+    Passphrase,
+}
+
+/// A SQLCipher key. Never printed.
 #[derive(Clone)]
-pub struct Key(String);
+pub enum Key {
+    Raw(String),
+    Passphrase(String),
+}
 
 impl Key {
-    /// Reads a key file holding 64 hex digits. The file must not be readable by others.
-    pub fn from_file(path: &Path) -> Result<Self> {
+    /// Reads a key file. The file must not be accessible by other users.
+    pub fn from_file(path: &Path, kind: KeyKind) -> Result<Self> {
         let meta = std::fs::metadata(path).with_context(|| format!("cannot read key file {}", path.display()))?;
         let mode = meta.permissions().mode() & 0o777;
         if mode & 0o077 != 0 {
@@ -33,14 +47,26 @@ impl Key {
             );
         }
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read key file {}", path.display()))?;
-        Self::from_hex(text.trim()).with_context(|| format!("bad key file {}", path.display()))
+        match kind {
+            KeyKind::Raw => Self::from_hex(text.trim()).with_context(|| format!("bad key file {}", path.display())),
+            KeyKind::Passphrase if text.trim().is_empty() => bail!("key file {} is empty", path.display()),
+            KeyKind::Passphrase => Ok(Self::Passphrase(text.trim_end_matches(['\n', '\r']).to_string())),
+        }
     }
 
     pub fn from_hex(hex: &str) -> Result<Self> {
         if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-            bail!("a key must be exactly 64 hex digits (256 bits)");
+            bail!("a raw key must be exactly 64 hex digits (256 bits)");
         }
-        Ok(Self(hex.to_ascii_lowercase()))
+        Ok(Self::Raw(hex.to_ascii_lowercase()))
+    }
+
+    /// The `PRAGMA key` statement for this key.
+    fn pragma(&self) -> String {
+        match self {
+            Key::Raw(hex) => format!("PRAGMA key = \"x'{hex}'\";"),
+            Key::Passphrase(p) => format!("PRAGMA key = '{}';", p.replace('\'', "''")),
+        }
     }
 }
 
@@ -236,7 +262,7 @@ impl SqliteDb {
             // SQLCipher logs a wrong key to stderr itself; we report it as one clear error.
             c.execute_batch("PRAGMA cipher_log_level = NONE;")?;
             // The key must be the first statement that touches the database.
-            c.execute_batch(&format!("PRAGMA key = \"x'{}'\";", key.0))?;
+            c.execute_batch(&key.pragma())?;
             for p in &self.cipher_pragmas {
                 c.execute_batch(&format!("PRAGMA {} = {};", p.name, p.value))?;
             }
@@ -374,6 +400,7 @@ mod tests {
     #[test]
     fn keys_must_be_64_hex_digits() {
         assert!(Key::from_hex(&"ab".repeat(32)).is_ok());
+        assert_eq!(Key::Passphrase("it's".into()).pragma(), "PRAGMA key = 'it''s';");
         assert!(Key::from_hex("abc").is_err());
         assert!(Key::from_hex(&"zz".repeat(32)).is_err());
         assert_eq!(format!("{:?}", Key::from_hex(&"ab".repeat(32)).unwrap()), "Key(<redacted>)");
@@ -385,9 +412,9 @@ mod tests {
         let p = dir.path().join("k");
         std::fs::write(&p, "ab".repeat(32)).unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
-        assert!(Key::from_file(&p).unwrap_err().to_string().contains("chmod 600"));
+        assert!(Key::from_file(&p, KeyKind::Raw).unwrap_err().to_string().contains("chmod 600"));
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
-        assert!(Key::from_file(&p).is_ok());
+        assert!(Key::from_file(&p, KeyKind::Raw).is_ok());
     }
 
     #[test]

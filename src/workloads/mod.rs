@@ -12,6 +12,10 @@ use anyhow::Result;
 use indicatif::ProgressBar;
 use serde::Serialize;
 
+/// Every workload's build writes this marker into its data, so the plaintext canary scan
+/// can tell whether the bytes at rest are readable.
+pub const CANARY: &str = "DBVS-CANARY-PLAINTEXT-7F3A";
+
 /// The workload names `--workload` accepts.
 pub const NAMES: &[&str] = &["ds2"];
 

@@ -4,8 +4,15 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// `dbvs` with the results store pointed at a scratch file, never the user's own.
+pub fn command() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_dbvs"));
+    c.env("DBVS_RESULTS", std::env::temp_dir().join(format!("dbvs-test-results-{}.db", std::process::id())));
+    c
+}
+
 pub fn dbvs(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dbvs")).args(args).output().expect("dbvs runs")
+    command().args(args).output().expect("dbvs runs")
 }
 
 pub fn stderr(o: &Output) -> String {

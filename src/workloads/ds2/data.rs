@@ -58,6 +58,8 @@ pub struct Customer {
     pub firstname: String,
     pub lastname: String,
     pub address1: String,
+    /// Empty, except the plaintext canary on every tenth pristine customer.
+    pub address2: &'static str,
     pub city: String,
     pub state: &'static str,
     pub zip: String,
@@ -97,6 +99,7 @@ pub fn customer(rng: &mut impl Rng, id: i64, us: bool, username: String) -> Cust
     Customer {
         id,
         address1: format!("{phone} Harbor Road"),
+        address2: "",
         email: format!("{lastname}@example.com"),
         firstname,
         lastname,
@@ -119,7 +122,11 @@ pub fn customer(rng: &mut impl Rng, id: i64, us: bool, username: String) -> Cust
 
 /// The pristine customers: the first half are US, the second half the rest of the world.
 pub fn initial_customer(rng: &mut impl Rng, id: i64, size: &Size) -> Customer {
-    customer(rng, id, id <= size.customers / 2, format!("user{id}"))
+    let mut c = customer(rng, id, id <= size.customers / 2, format!("user{id}"));
+    if id % 10 == 0 {
+        c.address2 = crate::workloads::CANARY;
+    }
+    c
 }
 
 pub struct Product {

@@ -43,7 +43,7 @@ const BROWSE: usize = 2;
 const PURCHASE: usize = 3;
 
 /// Bump when the generator or schema changes, so stale pristine databases are refused.
-const FORMAT: &str = "1";
+const FORMAT: &str = "2";
 
 /// The order mix, with DS2's parameter names and defaults.
 #[derive(Clone, Debug, Serialize, clap::Args)]

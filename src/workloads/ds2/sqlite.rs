@@ -115,10 +115,10 @@ impl LoaderTrait for Loader<'_> {
 
 const INSERT_CUSTOMER_WITH_ID: &str = "INSERT INTO customers (firstname, lastname, address1, address2, city, state, zip, \
      country, region, email, phone, creditcardtype, creditcard, creditcardexpiration, username, password, age, income, \
-     gender, customerid) VALUES (?1, ?2, ?3, '', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)";
+     gender, customerid) VALUES (?1, ?2, ?3, ?20, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)";
 
 /// The customer's columns in INSERT_CUSTOMER_WITH_ID order; a `None` id lets SQLite assign one.
-fn customer_params<'a>(c: &'a Customer, id: &'a Option<i64>) -> [&'a dyn ToSql; 19] {
+fn customer_params<'a>(c: &'a Customer, id: &'a Option<i64>) -> [&'a dyn ToSql; 20] {
     [
         &c.firstname,
         &c.lastname,
@@ -139,6 +139,7 @@ fn customer_params<'a>(c: &'a Customer, id: &'a Option<i64>) -> [&'a dyn ToSql; 
         &c.income,
         &c.gender,
         id,
+        &c.address2,
     ]
 }
 

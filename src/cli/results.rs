@@ -1,0 +1,176 @@
+//! `dbvs results`, `dbvs report` and `dbvs compare`: reading the results store back.
+
+use crate::report::{Format, StudyReport};
+use crate::store::{self, Store};
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Subcommand)]
+pub enum ResultsCommand {
+    /// List studies (and, with --runs, recent runs).
+    List {
+        /// List the most recent runs instead of studies.
+        #[arg(long)]
+        runs: bool,
+    },
+    /// Show one study: status, verdicts and its runs.
+    Show { id: i64 },
+}
+
+#[derive(Args)]
+pub struct ReportArgs {
+    /// The study id (see 'dbvs results list').
+    id: i64,
+    #[arg(long, value_enum, default_value_t = Format::Html)]
+    format: Format,
+    /// Write to FILE instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct CompareArgs {
+    /// Run id of A (see 'dbvs results list --runs').
+    run_a: i64,
+    /// Run id of B.
+    run_b: i64,
+}
+
+fn open() -> Result<Store> {
+    Store::open(&store::default_path())
+}
+
+fn table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header(header.to_vec());
+    t
+}
+
+pub fn results(cmd: ResultsCommand) -> Result<ExitCode> {
+    let s = open()?;
+    match cmd {
+        ResultsCommand::List { runs: false } => {
+            let mut t = table(&["study", "name", "started", "status", "runs"]);
+            for r in s.studies()? {
+                t.add_row(vec![r.id.to_string(), r.name, r.started_at, r.status, r.runs.to_string()]);
+            }
+            println!("{t}");
+        }
+        ResultsCommand::List { runs: true } => {
+            let mut t = table(&["run", "study", "block", "variant", "workload", "status", "headline", "finished"]);
+            for r in s.recent_runs(50)? {
+                let opt = |x: Option<i64>| x.map_or(String::new(), |v| v.to_string());
+                t.add_row(vec![
+                    r.id.to_string(),
+                    opt(r.study_id),
+                    opt(r.block.map(|b| b + 1)),
+                    r.variant.unwrap_or_default(),
+                    r.workload,
+                    r.status,
+                    r.headline.map_or(String::new(), |v| format!("{v:.0}")),
+                    r.finished_at,
+                ]);
+            }
+            println!("{t}");
+        }
+        ResultsCommand::Show { id } => {
+            let (row, report) = s.study(id)?;
+            println!(
+                "study {} '{}': {} (started {}, finished {})",
+                row.id,
+                row.name,
+                row.status,
+                row.started_at,
+                row.finished_at.unwrap_or_default()
+            );
+            if let Some(c) = row.cause {
+                println!("cause: {c}");
+            }
+            if let Some(r) = report.as_deref().map(serde_json::from_str::<StudyReport>).transpose()? {
+                println!("stopped: {}", r.stop_reason);
+                for v in &r.variants {
+                    println!(
+                        "  {:<12} {}",
+                        v.info.name,
+                        if v.status == "ran" {
+                            crate::report::verdict_text(&r, &v.info.name)
+                        } else {
+                            format!("{}: {}", v.status, v.reason.clone().unwrap_or_default())
+                        }
+                    );
+                }
+            }
+            let mut t = table(&["run", "block", "variant", "status", "OPM", "cause"]);
+            for r in s.runs_of(id)? {
+                t.add_row(vec![
+                    r.id.to_string(),
+                    r.block.map_or(String::new(), |b| (b + 1).to_string()),
+                    r.variant.unwrap_or_default(),
+                    r.status,
+                    r.headline.map_or(String::new(), |v| format!("{v:.0}")),
+                    r.cause.unwrap_or_default(),
+                ]);
+            }
+            println!("{t}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn report(args: ReportArgs) -> Result<ExitCode> {
+    let (row, json) = open()?.study(args.id)?;
+    let json = json.with_context(|| format!("study {} has no report yet (status: {})", row.id, row.status))?;
+    let report: StudyReport = serde_json::from_str(&json).context("the stored report is unreadable")?;
+    let text = args.format.render(&report)?;
+    match &args.output {
+        Some(p) => std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display()))?,
+        None => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn compare(args: CompareArgs) -> Result<ExitCode> {
+    let s = open()?;
+    let load = |id: i64| -> Result<Value> {
+        let r = s.run(id)?;
+        let json = r
+            .record_json
+            .with_context(|| format!("run {id} failed without a record: {}", r.cause.unwrap_or_default()))?;
+        Ok(serde_json::from_str(&json)?)
+    };
+    let (a, b) = (load(args.run_a)?, load(args.run_b)?);
+    let mut rows: Vec<(String, Option<f64>, Option<f64>)> = ["opm", "orders", "rollback_rate"]
+        .iter()
+        .map(|k| (k.to_string(), a["metrics"][k].as_f64(), b["metrics"][k].as_f64()))
+        .collect();
+    if let Some(ops) = a["metrics"]["latency_ms"].as_object() {
+        for op in ops.keys() {
+            for stat in ["avg_ms", "p95_ms", "p99_ms"] {
+                let get = |v: &Value| v["metrics"]["latency_ms"][op][stat].as_f64();
+                rows.push((format!("{op} {stat}"), get(&a), get(&b)));
+            }
+        }
+    }
+    rows.push((
+        "process CPU %".into(),
+        a["driver"]["process_cpu_pct"].as_f64(),
+        b["driver"]["process_cpu_pct"].as_f64(),
+    ));
+    let mut t = table(&["metric", &format!("run {}", args.run_a), &format!("run {}", args.run_b), "B vs A"]);
+    let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
+    for (name, x, y) in rows {
+        let change = match (x, y) {
+            (Some(x), Some(y)) if x != 0.0 => format!("{:+.1}%", 100.0 * (y / x - 1.0)),
+            _ => String::new(),
+        };
+        t.add_row(vec![name, f(x), f(y), change]);
+    }
+    println!("{t}");
+    println!("Two single runs carry no confidence interval; run a study for a verdict.");
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,58 @@
+//! `dbvs study FILE`: run a study and write its reports.
+
+use super::parse_duration;
+use crate::study::{self, Options};
+use anyhow::Result;
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Args)]
+pub struct StudyArgs {
+    /// The study file (TOML): variants (the first is the baseline), workload, blocks, budget, CI target.
+    file: PathBuf,
+    /// Override the study file's time budget for measured blocks (e.g. 10m).
+    #[arg(long, value_parser = parse_duration)]
+    budget: Option<Duration>,
+    /// Directory for the reports (report.html, .md, .csv, .json), run records and logs
+    /// [default: results/<study name>-<study id>].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+pub fn main(args: StudyArgs) -> Result<ExitCode> {
+    let store = crate::store::default_path();
+    let outcome = study::run(&args.file, Options { budget: args.budget, out: args.out, store })?;
+    let r = &outcome.report;
+    println!("study {} '{}': {} ({})", r.study_id, r.name, r.status, r.stop_reason);
+    for v in &r.variants {
+        let mean = v.summary.as_ref().map_or(String::new(), |s| {
+            format!("{} {:.0} [{:.0}, {:.0}]", r.metric.to_uppercase(), s.mean, s.ci.0, s.ci.1)
+        });
+        let what = match (v.status.as_str(), &v.reason) {
+            ("ran", _) => crate::report::verdict_text(r, &v.info.name),
+            (s, Some(why)) => format!("{s}: {why}"),
+            (s, None) => s.to_string(),
+        };
+        println!("  {:<12} {mean:<28} {what}", v.info.name);
+    }
+    for c in &r.canary {
+        println!(
+            "  canary {:<12} {} hits in {} bytes at rest: {}",
+            c.variant,
+            c.hits,
+            c.bytes_scanned,
+            if c.ok { "ok" } else { "FAILED" }
+        );
+    }
+    println!("report: {}", outcome.out_dir.join("report.html").display());
+    Ok(match r.status.as_str() {
+        "completed" => ExitCode::SUCCESS,
+        "interrupted" => ExitCode::from(130),
+        _ => {
+            eprintln!("error: study failed: {}", r.cause.as_deref().unwrap_or("see the report"));
+            ExitCode::FAILURE
+        }
+    })
+}

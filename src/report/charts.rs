@@ -1,0 +1,172 @@
+//! Inline SVG charts, drawn with plotters so reports need no network or script.
+
+use super::StudyReport;
+use anyhow::Result;
+use plotters::prelude::*;
+
+const PALETTE: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+];
+
+fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+    anyhow::anyhow!("drawing a chart: {e:?}")
+}
+
+/// Mean metric per variant with its 95% CI as whiskers.
+pub fn means_with_ci(r: &StudyReport) -> Result<String> {
+    let ran: Vec<_> = r.variants.iter().filter_map(|v| v.summary.as_ref().map(|s| (v.info.name.clone(), s))).collect();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (720, 360)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let top = ran.iter().map(|(_, s)| s.ci.1).fold(0.0, f64::max) * 1.1 + 1.0;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(format!("mean {} per variant, 95% CI", r.metric.to_uppercase()), ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(70)
+            .build_cartesian_2d((0..ran.len()).into_segmented(), 0.0..top)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_label_formatter(&|x| match x {
+                SegmentValue::CenterOf(i) => ran.get(*i).map_or(String::new(), |(n, _)| n.clone()),
+                _ => String::new(),
+            })
+            .y_desc(r.metric.to_uppercase())
+            .draw()
+            .map_err(err)?;
+        for (i, (_, s)) in ran.iter().enumerate() {
+            let c = PALETTE[i % PALETTE.len()];
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), s.mean)],
+                    c.mix(0.6).filled(),
+                )))
+                .map_err(err)?;
+            chart
+                .draw_series(std::iter::once(ErrorBar::new_vertical(
+                    SegmentValue::CenterOf(i),
+                    s.ci.0,
+                    s.mean,
+                    s.ci.1,
+                    BLACK.stroke_width(2),
+                    16,
+                )))
+                .map_err(err)?;
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// The metric over time within runs, averaged over each variant's runs.
+pub fn over_time(r: &StudyReport) -> Result<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (720, 360)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let pts = r.variants.iter().flat_map(|v| v.series.iter());
+        let (xmax, ymax) = pts.fold((1.0f64, 1.0f64), |(x, y), p| (x.max(p.0), y.max(p.1)));
+        let mut chart = ChartBuilder::on(&root)
+            .caption(format!("{} over time (per interval, mean of runs)", r.metric.to_uppercase()), ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..xmax * 1.02, 0.0..ymax * 1.1)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("seconds into the measured window")
+            .y_desc(r.metric.to_uppercase())
+            .draw()
+            .map_err(err)?;
+        for (i, v) in r.variants.iter().filter(|v| !v.series.is_empty()).enumerate() {
+            let c = PALETTE[i % PALETTE.len()];
+            chart
+                .draw_series(LineSeries::new(v.series.iter().copied(), c.stroke_width(2)))
+                .map_err(err)?
+                .label(v.info.name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
+        }
+        chart.configure_series_labels().border_style(BLACK).background_style(WHITE.mix(0.8)).draw().map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// Latency per operation and variant: p50 to p99 as a whisker, p95 as the point.
+pub fn latency(r: &StudyReport) -> Result<String> {
+    let ops: Vec<String> = r
+        .variants
+        .iter()
+        .flat_map(|v| v.latency.keys().cloned())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let ran: Vec<_> = r.variants.iter().filter(|v| !v.latency.is_empty()).collect();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (720, 380)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let ymax = ran.iter().flat_map(|v| v.latency.values()).map(|l| l.p99_ms).fold(0.01, f64::max) * 1.15;
+        let slots = ops.len() * (ran.len() + 1);
+        let mut chart = ChartBuilder::on(&root)
+            .caption("latency per operation: p50-p99 whisker, p95 point (ms)", ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0..slots.max(1), 0.0..ymax)
+            .map_err(err)?;
+        let width = ran.len() + 1;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(slots.max(1))
+            .x_label_formatter(&|x| {
+                if x % width == ran.len() / 2 {
+                    ops.get(x / width).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .y_desc("ms")
+            .draw()
+            .map_err(err)?;
+        for (vi, v) in ran.iter().enumerate() {
+            let c = PALETTE[vi % PALETTE.len()];
+            let bars = ops.iter().enumerate().filter_map(|(oi, op)| {
+                v.latency
+                    .get(op)
+                    .map(|l| ErrorBar::new_vertical(oi * width + vi, l.p50_ms, l.p95_ms, l.p99_ms, c.filled(), 10))
+            });
+            chart
+                .draw_series(bars)
+                .map_err(err)?
+                .label(v.info.name.clone())
+                .legend(move |(x, y)| Circle::new((x + 8, y), 4, c.filled()));
+        }
+        chart.configure_series_labels().border_style(BLACK).background_style(WHITE.mix(0.8)).draw().map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn charts_are_svg_with_the_variant_names() {
+        let r = super::super::sample::report();
+        for svg in [means_with_ci(&r).unwrap(), over_time(&r).unwrap(), latency(&r).unwrap()] {
+            assert!(svg.starts_with("<svg") && svg.contains("sqlcipher"), "{}", &svg[..200.min(svg.len())]);
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! HTML: one self-contained page (inline SVG and CSS, no scripts, no network).
+
+use super::{charts, tables, StudyReport};
+use anyhow::Result;
+use std::fmt::Write;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+fn table(out: &mut String, t: &tables::Table) {
+    let _ = write!(out, "<h2>{}</h2>\n<table>\n<tr>", esc(t.title));
+    for h in &t.header {
+        let _ = write!(out, "<th>{}</th>", esc(h));
+    }
+    out.push_str("</tr>\n");
+    for row in &t.rows {
+        out.push_str("<tr>");
+        for c in row {
+            let _ = write!(out, "<td>{}</td>", esc(c));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table>\n");
+}
+
+const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}\
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:4px 8px;text-align:right}\
+td:first-child,th:first-child{text-align:left}th{background:#eee}.chart{margin:1em 0}\
+.status{font-size:1.1em}pre{background:#f6f6f6;padding:1em;overflow:auto}";
+
+pub fn render(r: &StudyReport) -> Result<String> {
+    let mut out = format!(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>dbvs study {}: {}</title><style>{STYLE}</style></head><body>\n",
+        r.study_id,
+        esc(&r.name)
+    );
+    let _ = writeln!(out, "<h1>Study {}: {}</h1>", r.study_id, esc(&r.name));
+    let _ = writeln!(
+        out,
+        "<p class=\"status\">Status: <b>{}</b>{}. {} blocks, {:.0} s per block; stopped: {}. Metric: {} ({} is better); baseline: {}; CI target &plusmn;{:.1}%.</p>",
+        esc(&r.status),
+        r.cause.as_ref().map_or(String::new(), |c| format!(" ({})", esc(c))),
+        r.blocks_completed,
+        r.seconds_per_block,
+        esc(&r.stop_reason),
+        esc(&r.metric),
+        if r.higher_is_better { "higher" } else { "lower" },
+        esc(&r.baseline),
+        100.0 * r.ci_target
+    );
+    table(&mut out, &tables::verdicts(r));
+    for svg in [charts::means_with_ci(r)?, charts::over_time(r)?] {
+        let _ = writeln!(out, "<div class=\"chart\">{svg}</div>");
+    }
+    table(&mut out, &tables::per_run(r));
+    let _ = writeln!(out, "<div class=\"chart\">{}</div>", charts::latency(r)?);
+    table(&mut out, &tables::latency(r));
+    table(&mut out, &tables::canary(r));
+    table(&mut out, &tables::sut(r));
+    let _ = writeln!(out, "<h2>Study file</h2>\n<pre>{}</pre>\n</body></html>", esc(&r.sut.study_file));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn is_self_contained_with_three_charts() {
+        let html = super::render(&super::super::sample::report()).unwrap();
+        assert_eq!(html.matches("<svg").count(), 3);
+        // The only URL is the SVG namespace; nothing is fetched.
+        assert!(!html.contains("<script") && !html.contains("src=") && !html.contains("href="));
+        assert!(html.contains("slower by"));
+    }
+}

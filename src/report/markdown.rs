@@ -1,0 +1,58 @@
+//! Markdown: the tables, for pasting into tickets and wikis.
+
+use super::{tables, StudyReport};
+use std::fmt::Write;
+
+fn table(out: &mut String, t: &tables::Table) {
+    let esc = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+    let _ = writeln!(out, "\n## {}\n", t.title);
+    let _ = writeln!(out, "| {} |", t.header.iter().map(|h| esc(h)).collect::<Vec<_>>().join(" | "));
+    let _ = writeln!(out, "|{}", "---|".repeat(t.header.len()));
+    for row in &t.rows {
+        let _ = writeln!(out, "| {} |", row.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | "));
+    }
+}
+
+pub fn render(r: &StudyReport) -> String {
+    let mut out = format!("# Study {}: {}\n\n", r.study_id, r.name);
+    let _ = writeln!(out, "- status: {}{}", r.status, r.cause.as_ref().map_or(String::new(), |c| format!(" ({c})")));
+    let _ = writeln!(
+        out,
+        "- {} blocks, {:.0} s per block; stopped: {}",
+        r.blocks_completed, r.seconds_per_block, r.stop_reason
+    );
+    let _ = writeln!(
+        out,
+        "- metric: {} ({} is better), baseline: {}, CI target: +-{:.1}%",
+        r.metric,
+        if r.higher_is_better { "higher" } else { "lower" },
+        r.baseline,
+        100.0 * r.ci_target
+    );
+    let _ = writeln!(out, "- {} to {}", r.started_at, r.finished_at);
+    for t in [tables::verdicts(r), tables::per_run(r), tables::latency(r), tables::canary(r), tables::sut(r)] {
+        table(&mut out, &t);
+    }
+    let _ = write!(out, "\n## Study file\n\n```toml\n{}\n```\n", r.sut.study_file.trim_end());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn has_verdict_runs_and_sut() {
+        let md = super::render(&super::super::sample::report());
+        for s in [
+            "## Verdict",
+            "slower by",
+            "## Runs",
+            "block 6",
+            "change vs baseline",
+            "## System under test",
+            "```toml",
+            "apt-get install e2fsprogs",
+        ] {
+            assert!(md.contains(s), "missing {s}:\n{md}");
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! Study reports: one data model, one exporter per format (html, md, csv, json). Exporters
+//! only format; every number in them was computed by the study and the stats module.
+
+mod charts;
+mod csv;
+mod html;
+mod json;
+mod markdown;
+mod tables;
+
+use crate::driver::LatencySummary;
+use crate::host::HostInfo;
+use crate::stats::{RatioEstimate, Summary, Verdict};
+use crate::study::canary::CanaryResult;
+use crate::variants::VariantInfo;
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Everything a study found, as stored in the results store and rendered by exporters.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StudyReport {
+    pub study_id: i64,
+    pub name: String,
+    pub status: String,
+    pub cause: Option<String>,
+    pub started_at: String,
+    pub finished_at: String,
+    /// Why the study stopped adding blocks.
+    pub stop_reason: String,
+    /// The compared metric (`opm`) and its direction.
+    pub metric: String,
+    pub higher_is_better: bool,
+    pub baseline: String,
+    pub ci_target: f64,
+    pub blocks_completed: usize,
+    pub seconds_per_block: f64,
+    pub variants: Vec<VariantReport>,
+    pub comparisons: Vec<Comparison>,
+    pub runs: Vec<RunRow>,
+    pub canary: Vec<CanaryResult>,
+    pub sut: Sut,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct VariantReport {
+    pub info: VariantInfo,
+    /// `ran`, `skipped` (the host cannot run it) or `failed` (a run failed).
+    pub status: String,
+    pub reason: Option<String>,
+    /// The metric over this variant's completed runs.
+    pub summary: Option<Summary>,
+    /// Per operation, the median over runs of each latency statistic.
+    pub latency: BTreeMap<String, LatencySummary>,
+    /// (seconds into the run, metric per minute within the interval), averaged over runs.
+    pub series: Vec<(f64, f64)>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Comparison {
+    pub variant: String,
+    pub estimate: RatioEstimate,
+    pub verdict: Verdict,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunRow {
+    pub run_id: i64,
+    pub block: usize,
+    pub variant: String,
+    pub status: String,
+    pub cause: Option<String>,
+    pub metric: Option<f64>,
+    pub orders: Option<u64>,
+    pub rollback_rate: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub cpu_pct: Option<f64>,
+}
+
+/// The system under test.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Sut {
+    pub host: HostInfo,
+    pub engine: String,
+    pub engine_versions: BTreeMap<String, String>,
+    pub dbvs_version: String,
+    pub workload: serde_json::Value,
+    pub study_file: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Html,
+    Md,
+    Csv,
+    Json,
+}
+
+impl Format {
+    pub const ALL: [Format; 4] = [Format::Html, Format::Md, Format::Csv, Format::Json];
+
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Html => "html",
+            Format::Md => "md",
+            Format::Csv => "csv",
+            Format::Json => "json",
+        }
+    }
+
+    pub fn render(self, r: &StudyReport) -> Result<String> {
+        match self {
+            Format::Html => html::render(r),
+            Format::Md => Ok(markdown::render(r)),
+            Format::Csv => Ok(csv::render(r)),
+            Format::Json => json::render(r),
+        }
+    }
+}
+
+/// Writes every format into `dir` as `report.<ext>`.
+pub fn write_all(r: &StudyReport, dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for f in Format::ALL {
+        std::fs::write(dir.join(format!("report.{}", f.extension())), f.render(r)?)?;
+    }
+    Ok(())
+}
+
+/// "slower by 3.1% [...]" or the skip reason, for tables.
+pub fn verdict_text(r: &StudyReport, variant: &str) -> String {
+    r.comparisons.iter().find(|c| c.variant == variant).map(|c| c.verdict.to_string()).unwrap_or_else(|| {
+        if variant == r.baseline {
+            "baseline".into()
+        } else {
+            "not compared".into()
+        }
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod sample {
+    //! A small report for exporter tests.
+    use super::*;
+    use crate::stats::{paired_ratio, summarize, verdict};
+
+    pub fn report() -> StudyReport {
+        let base = [100.0, 102.0, 98.0, 101.0, 99.0, 100.0];
+        let enc = [90.0, 91.0, 88.0, 92.0, 89.0, 90.5];
+        let est = paired_ratio(&base, &enc, 1);
+        let info = |n: &str| VariantInfo {
+            name: n.into(),
+            layer: "none".into(),
+            cipher: "none".into(),
+            key_bits: None,
+            aesni: true,
+            settings: BTreeMap::new(),
+        };
+        let lat = BTreeMap::from([(
+            "purchase".to_string(),
+            LatencySummary { count: 10, avg_ms: 1.0, p50_ms: 0.9, p90_ms: 1.5, p95_ms: 2.0, p99_ms: 3.0, max_ms: 4.0 },
+        )]);
+        let v = |n: &str, xs: &[f64]| VariantReport {
+            info: info(n),
+            status: "ran".into(),
+            reason: None,
+            summary: Some(summarize(xs)),
+            latency: lat.clone(),
+            series: xs.iter().take(2).enumerate().map(|(i, x)| (10.0 * (i + 1) as f64, *x)).collect(),
+        };
+        let mut skipped = v("fscrypt", &[1.0]);
+        skipped.status = "skipped".into();
+        skipped.reason = Some("mkfs.ext4 not found: install it with 'apt-get install e2fsprogs'".into());
+        skipped.summary = None;
+        StudyReport {
+            study_id: 1,
+            name: "sample".into(),
+            status: "completed".into(),
+            cause: None,
+            started_at: "2026-11-21T10:00:00Z".into(),
+            finished_at: "2026-11-21T10:05:00Z".into(),
+            stop_reason: "precision reached".into(),
+            metric: "opm".into(),
+            higher_is_better: true,
+            baseline: "plain".into(),
+            ci_target: 0.01,
+            blocks_completed: 6,
+            seconds_per_block: 20.0,
+            variants: vec![v("plain", &base), v("sqlcipher", &enc), skipped],
+            comparisons: vec![Comparison { variant: "sqlcipher".into(), verdict: verdict(&est, true), estimate: est }],
+            runs: (0..6)
+                .flat_map(|b| {
+                    [("plain", base[b]), ("sqlcipher", enc[b])].map(|(n, x)| RunRow {
+                        run_id: (2 * b) as i64 + 1,
+                        block: b,
+                        variant: n.into(),
+                        status: "completed".into(),
+                        cause: None,
+                        metric: Some(x),
+                        orders: Some(1000),
+                        rollback_rate: Some(0.02),
+                        p95_ms: Some(2.0),
+                        cpu_pct: Some(50.0),
+                    })
+                })
+                .collect(),
+            canary: vec![],
+            sut: Sut {
+                host: crate::host::collect(),
+                engine: "sqlite".into(),
+                engine_versions: BTreeMap::from([("sqlite".into(), "3.x".into())]),
+                dbvs_version: "0.1.0".into(),
+                workload: serde_json::json!({"name": "ds2"}),
+                study_file: "name = \"sample\"".into(),
+            },
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! The report's tables as rows of text, shared by the Markdown and HTML exporters.
+
+use super::StudyReport;
+
+pub struct Table {
+    pub title: &'static str,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+fn pct(x: f64) -> String {
+    format!("{:+.1}%", 100.0 * (x - 1.0))
+}
+
+/// The verdict per variant: mean with CI, ratio with both CIs, p-value, verdict.
+pub fn verdicts(r: &StudyReport) -> Table {
+    let m = r.metric.to_uppercase();
+    let rows = r
+        .variants
+        .iter()
+        .map(|v| {
+            let name = v.info.name.clone();
+            let Some(s) = &v.summary else {
+                return vec![
+                    name,
+                    v.status.clone(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    v.reason.clone().unwrap_or_default(),
+                ];
+            };
+            let mean = format!("{:.0} [{:.0}, {:.0}] (n={})", s.mean, s.ci.0, s.ci.1, s.n);
+            match r.comparisons.iter().find(|c| c.variant == name) {
+                Some(c) => {
+                    let e = &c.estimate;
+                    vec![
+                        name,
+                        mean,
+                        format!("{} [{}, {}]", pct(e.ratio), pct(e.ci.0), pct(e.ci.1)),
+                        format!("[{}, {}]", pct(e.bootstrap_ci.0), pct(e.bootstrap_ci.1)),
+                        format!("{:.4}", e.p_value),
+                        c.verdict.to_string(),
+                    ]
+                }
+                None => {
+                    vec![name.clone(), mean, String::new(), String::new(), String::new(), super::verdict_text(r, &name)]
+                }
+            }
+        })
+        .collect();
+    Table {
+        title: "Verdict",
+        header: [
+            "variant",
+            &format!("mean {m} [95% CI]"),
+            "change vs baseline [95% CI]",
+            "bootstrap CI",
+            "p (signed-rank)",
+            "verdict",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    }
+}
+
+/// Seed-style: one row per block, one column per variant, then mean and change rows.
+pub fn per_run(r: &StudyReport) -> Table {
+    let names: Vec<&str> = r.variants.iter().filter(|v| v.summary.is_some()).map(|v| v.info.name.as_str()).collect();
+    let blocks = r.runs.iter().map(|x| x.block + 1).max().unwrap_or(0);
+    let mut rows: Vec<Vec<String>> = (0..blocks)
+        .map(|b| {
+            let mut row = vec![format!("block {}", b + 1)];
+            for n in &names {
+                let cell = r.runs.iter().find(|x| x.block == b && x.variant == *n).map_or("-".to_string(), |x| {
+                    x.metric.filter(|_| x.status == "completed").map_or(x.status.clone(), |v| format!("{v:.0}"))
+                });
+                row.push(cell);
+            }
+            row
+        })
+        .collect();
+    let summary_of = |n: &str| r.variants.iter().find(|v| v.info.name == n).and_then(|v| v.summary.clone());
+    rows.push(
+        std::iter::once("mean".to_string())
+            .chain(names.iter().map(|n| summary_of(n).map_or(String::new(), |s| format!("{:.0}", s.mean))))
+            .collect(),
+    );
+    rows.push(
+        std::iter::once("median".to_string())
+            .chain(names.iter().map(|n| summary_of(n).map_or(String::new(), |s| format!("{:.0}", s.median))))
+            .collect(),
+    );
+    rows.push(
+        std::iter::once("change vs baseline".to_string())
+            .chain(names.iter().map(|n| {
+                r.comparisons.iter().find(|c| c.variant == *n).map_or("baseline".into(), |c| {
+                    format!("{} [{}, {}]", pct(c.estimate.ratio), pct(c.estimate.ci.0), pct(c.estimate.ci.1))
+                })
+            }))
+            .collect(),
+    );
+    rows.push(std::iter::once("verdict".to_string()).chain(names.iter().map(|n| super::verdict_text(r, n))).collect());
+    Table {
+        title: "Runs",
+        header: std::iter::once(r.metric.to_uppercase()).chain(names.iter().map(|n| n.to_string())).collect(),
+        rows,
+    }
+}
+
+pub fn latency(r: &StudyReport) -> Table {
+    let mut rows = Vec::new();
+    for v in &r.variants {
+        for (op, l) in &v.latency {
+            rows.push(vec![
+                v.info.name.clone(),
+                op.clone(),
+                format!("{:.2}", l.avg_ms),
+                format!("{:.2}", l.p50_ms),
+                format!("{:.2}", l.p90_ms),
+                format!("{:.2}", l.p95_ms),
+                format!("{:.2}", l.p99_ms),
+                format!("{:.2}", l.max_ms),
+            ]);
+        }
+    }
+    Table {
+        title: "Latency (ms, median over runs)",
+        header: ["variant", "operation", "avg", "p50", "p90", "p95", "p99", "max"].map(String::from).to_vec(),
+        rows,
+    }
+}
+
+pub fn canary(r: &StudyReport) -> Table {
+    Table {
+        title: "Plaintext canary scan",
+        header: ["variant", "encrypted at rest", "scanned", "bytes", "canary hits", "result"]
+            .map(String::from)
+            .to_vec(),
+        rows: r
+            .canary
+            .iter()
+            .map(|c| {
+                vec![
+                    c.variant.clone(),
+                    c.encrypted.to_string(),
+                    c.scanned.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
+                    c.bytes_scanned.to_string(),
+                    c.hits.to_string(),
+                    if c.ok { "ok".into() } else { "LEAK: plaintext found".into() },
+                ]
+            })
+            .collect(),
+    }
+}
+
+pub fn sut(r: &StudyReport) -> Table {
+    let h = &r.sut.host;
+    let mut rows = vec![
+        vec![
+            "CPU".into(),
+            format!("{} ({} cores, AES-NI {})", h.cpu_model, h.cores, if h.aes_ni { "yes" } else { "no" }),
+        ],
+        vec!["memory".into(), format!("{:.1} GiB", h.memory_bytes as f64 / (1u64 << 30) as f64)],
+        vec!["OS / kernel".into(), format!("{} / {}", h.os, h.kernel)],
+        vec!["engine".into(), r.sut.engine.clone()],
+    ];
+    rows.extend(r.sut.engine_versions.iter().map(|(k, v)| vec![format!("{k} version"), v.clone()]));
+    rows.push(vec!["dbvs".into(), r.sut.dbvs_version.clone()]);
+    rows.push(vec!["workload".into(), r.sut.workload.to_string()]);
+    for v in &r.variants {
+        let i = &v.info;
+        let mut s = format!("layer: {}; cipher: {}", i.layer, i.cipher);
+        if let Some(k) = i.key_bits {
+            s += &format!("; key: {k} bits");
+        }
+        s += &format!("; AES-NI: {}", if i.aesni { "on" } else { "masked" });
+        for (k, val) in &i.settings {
+            s += &format!("; {k}: {val}");
+        }
+        rows.push(vec![format!("variant {}", i.name), s]);
+    }
+    Table { title: "System under test", header: vec!["".into(), "".into()], rows }
+}

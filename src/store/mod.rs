@@ -1,0 +1,260 @@
+//! The results store: one SQLite file holding studies, runs, their metrics and per-interval
+//! samples. Each run is committed in its own transaction the moment it ends (WAL, full
+//! sync), so a study killed with -9 loses nothing it had finished.
+
+use anyhow::{Context, Result};
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS studies (
+  id INTEGER PRIMARY KEY, name TEXT NOT NULL, started_at TEXT NOT NULL, finished_at TEXT,
+  status TEXT NOT NULL, cause TEXT, study_file TEXT NOT NULL, report_json TEXT);
+CREATE TABLE IF NOT EXISTS runs (
+  id INTEGER PRIMARY KEY, study_id INTEGER REFERENCES studies(id), block INTEGER, variant TEXT,
+  workload TEXT NOT NULL, status TEXT NOT NULL, cause TEXT, finished_at TEXT NOT NULL,
+  headline REAL, record_json TEXT);
+CREATE TABLE IF NOT EXISTS metrics (
+  run_id INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT NULL, value REAL NOT NULL,
+  PRIMARY KEY (run_id, name));
+CREATE TABLE IF NOT EXISTS samples (
+  run_id INTEGER NOT NULL REFERENCES runs(id), et_s REAL NOT NULL, units INTEGER NOT NULL,
+  per_min REAL NOT NULL, interval_per_min REAL NOT NULL, avg_ms REAL NOT NULL, rollback_pct REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS runs_by_study ON runs(study_id);
+";
+
+pub struct Store {
+    conn: Connection,
+    pub path: PathBuf,
+}
+
+/// Where the store lives: `$DBVS_RESULTS`, else `$XDG_DATA_HOME/dbvs/results.db`, else
+/// `~/.local/share/dbvs/results.db`.
+pub fn default_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("DBVS_RESULTS") {
+        return p.into();
+    }
+    let base = std::env::var_os("XDG_DATA_HOME").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into())).join(".local/share")
+    });
+    base.join("dbvs/results.db")
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct StudyRow {
+    pub id: i64,
+    pub name: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub status: String,
+    pub cause: Option<String>,
+    pub runs: i64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RunRow {
+    pub id: i64,
+    pub study_id: Option<i64>,
+    pub block: Option<i64>,
+    pub variant: Option<String>,
+    pub workload: String,
+    pub status: String,
+    pub cause: Option<String>,
+    pub finished_at: String,
+    pub headline: Option<f64>,
+    pub record_json: Option<String>,
+}
+
+/// Where a run sits in a study.
+pub struct Placement<'a> {
+    pub study: i64,
+    pub block: usize,
+    pub variant: &'a str,
+}
+
+fn now() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+impl Store {
+    pub fn open(path: &Path) -> Result<Self> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create the results store directory {}", dir.display()))?;
+        }
+        let conn = Connection::open(path).with_context(|| {
+            format!("cannot open the results store {}; set DBVS_RESULTS to a writable file", path.display())
+        })?;
+        conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.execute_batch(SCHEMA).context("cannot set up the results store")?;
+        Ok(Self { conn, path: path.to_path_buf() })
+    }
+
+    pub fn begin_study(&self, name: &str, study_file: &str) -> Result<i64> {
+        self.conn.execute(
+            "INSERT INTO studies (name, started_at, status, study_file) VALUES (?1, ?2, 'running', ?3)",
+            params![name, now(), study_file],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    pub fn finish_study(&self, id: i64, status: &str, cause: Option<&str>, report_json: &str) -> Result<()> {
+        self.conn.execute(
+            "UPDATE studies SET finished_at = ?2, status = ?3, cause = ?4, report_json = ?5 WHERE id = ?1",
+            params![id, now(), status, cause, report_json],
+        )?;
+        Ok(())
+    }
+
+    /// Stores a finished run's record (completed, interrupted or failed) with its metrics and
+    /// per-interval samples; `headline` names the metric listings show.
+    pub fn add_run(&mut self, at: Option<Placement>, record: &serde_json::Value, headline: &str) -> Result<i64> {
+        let status = record["status"].as_str().unwrap_or("failed");
+        let cause = record["cause"].as_str();
+        let json = serde_json::to_string(record)?;
+        let value = record["metrics"][headline].as_f64();
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT INTO runs (study_id, block, variant, workload, status, cause, finished_at, headline, record_json) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                at.as_ref().map(|p| p.study),
+                at.as_ref().map(|p| p.block as i64),
+                at.as_ref().map(|p| p.variant),
+                record["workload"].as_str().unwrap_or("unknown"),
+                status,
+                cause,
+                now(),
+                value,
+                json
+            ],
+        )?;
+        let id = tx.last_insert_rowid();
+        if let serde_json::Value::Object(m) = &record["metrics"] {
+            for (k, v) in m.iter().filter_map(|(k, v)| v.as_f64().map(|v| (k, v))) {
+                tx.execute("INSERT INTO metrics VALUES (?1, ?2, ?3)", params![id, k, v])?;
+            }
+        }
+        for s in record["intervals"].as_array().into_iter().flatten() {
+            let f = |k: &str| s[k].as_f64().unwrap_or(0.0);
+            tx.execute(
+                "INSERT INTO samples VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    id,
+                    f("et_s"),
+                    s["units"].as_i64().unwrap_or(0),
+                    f("per_min"),
+                    f("interval_per_min"),
+                    f("avg_ms"),
+                    f("rollback_pct")
+                ],
+            )?;
+        }
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// Records a run that produced no record at all (its process died), with the cause.
+    pub fn add_failed_run(&self, at: Placement, workload: &str, cause: &str) -> Result<i64> {
+        self.conn.execute(
+            "INSERT INTO runs (study_id, block, variant, workload, status, cause, finished_at) \
+             VALUES (?1, ?2, ?3, ?4, 'failed', ?5, ?6)",
+            params![at.study, at.block as i64, at.variant, workload, cause, now()],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    pub fn studies(&self) -> Result<Vec<StudyRow>> {
+        let mut st = self.conn.prepare(
+            "SELECT s.id, s.name, s.started_at, s.finished_at, s.status, s.cause, \
+             (SELECT count(*) FROM runs r WHERE r.study_id = s.id) FROM studies s ORDER BY s.id",
+        )?;
+        let rows = st.query_map([], study_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    pub fn study(&self, id: i64) -> Result<(StudyRow, Option<String>)> {
+        self.conn
+            .query_row(
+                "SELECT s.id, s.name, s.started_at, s.finished_at, s.status, s.cause, \
+                 (SELECT count(*) FROM runs r WHERE r.study_id = s.id), s.report_json FROM studies s WHERE s.id = ?1",
+                [id],
+                |r| Ok((study_row(r)?, r.get(7)?)),
+            )
+            .optional()?
+            .with_context(|| format!("no study {id} in {}; see 'dbvs results list'", self.path.display()))
+    }
+
+    pub fn runs_of(&self, study: i64) -> Result<Vec<RunRow>> {
+        let mut st = self.conn.prepare(&format!("{RUN_SELECT} WHERE study_id = ?1 ORDER BY id"))?;
+        let rows = st.query_map([study], run_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    pub fn run(&self, id: i64) -> Result<RunRow> {
+        self.conn
+            .query_row(&format!("{RUN_SELECT} WHERE id = ?1"), [id], run_row)
+            .optional()?
+            .with_context(|| format!("no run {id} in {}; see 'dbvs results list --runs'", self.path.display()))
+    }
+
+    pub fn recent_runs(&self, limit: usize) -> Result<Vec<RunRow>> {
+        let mut st = self.conn.prepare(&format!("{RUN_SELECT} ORDER BY id DESC LIMIT ?1"))?;
+        let rows = st.query_map([limit as i64], run_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+}
+
+const RUN_SELECT: &str =
+    "SELECT id, study_id, block, variant, workload, status, cause, finished_at, headline, record_json FROM runs";
+
+fn study_row(r: &rusqlite::Row) -> rusqlite::Result<StudyRow> {
+    Ok(StudyRow {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        started_at: r.get(2)?,
+        finished_at: r.get(3)?,
+        status: r.get(4)?,
+        cause: r.get(5)?,
+        runs: r.get(6)?,
+    })
+}
+
+fn run_row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
+    Ok(RunRow {
+        id: r.get(0)?,
+        study_id: r.get(1)?,
+        block: r.get(2)?,
+        variant: r.get(3)?,
+        workload: r.get(4)?,
+        status: r.get(5)?,
+        cause: r.get(6)?,
+        finished_at: r.get(7)?,
+        headline: r.get(8)?,
+        record_json: r.get(9)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn studies_and_failed_runs_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("sub/results.db")).unwrap();
+        let id = store.begin_study("s", "name = 's'").unwrap();
+        let run = store.add_failed_run(Placement { study: id, block: 0, variant: "plain" }, "ds2", "boom").unwrap();
+        store.finish_study(id, "completed", None, "{}").unwrap();
+        let (row, report) = store.study(id).unwrap();
+        assert_eq!((row.status.as_str(), row.runs, report.as_deref()), ("completed", 1, Some("{}")));
+        let r = store.run(run).unwrap();
+        assert_eq!((r.status.as_str(), r.cause.as_deref()), ("failed", Some("boom")));
+        assert!(store.study(99).unwrap_err().to_string().contains("no study 99"));
+        // A second handle sees everything: each write was committed on its own.
+        let again = Store::open(&dir.path().join("sub/results.db")).unwrap();
+        assert_eq!(again.studies().unwrap().len(), 1);
+    }
+}

@@ -1,0 +1,224 @@
+//! The study file (TOML): what to compare, on what, for how long, to what precision.
+//! Errors point at the file, line and key.
+
+use crate::variants::VariantConfig;
+use crate::workloads::ds2::{Mix, Size};
+use anyhow::{bail, Result};
+use serde::{Deserialize, Deserializer, Serialize};
+use std::path::Path;
+use std::time::Duration;
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StudyFile {
+    pub name: String,
+    /// Seeds the data, the workers and the block order.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Wall-clock budget for the measured blocks; no block starts that would overrun it.
+    #[serde(default = "default_budget", deserialize_with = "duration")]
+    pub budget: Duration,
+    /// Stop once every ratio's 95% CI half-width is at most this (0.01 = 1%).
+    #[serde(default = "default_ci_target")]
+    pub ci_target: f64,
+    #[serde(default)]
+    pub blocks: Blocks,
+    #[serde(default)]
+    pub target: TargetConfig,
+    pub workload: WorkloadConfig,
+    /// The first variant is the baseline.
+    pub variants: Vec<VariantConfig>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Blocks {
+    pub min: usize,
+    pub max: usize,
+}
+
+/// Six blocks is the fewest with which the signed-rank test can reach p < 0.05.
+impl Default for Blocks {
+    fn default() -> Self {
+        Self { min: 6, max: 30 }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetConfig {
+    pub engine: String,
+}
+
+impl Default for TargetConfig {
+    fn default() -> Self {
+        Self { engine: "sqlite".into() }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadConfig {
+    pub name: String,
+    #[serde(default = "default_size")]
+    pub size: String,
+    #[serde(default = "one")]
+    pub threads: u32,
+    #[serde(default = "default_duration", deserialize_with = "duration")]
+    pub duration: Duration,
+    #[serde(default = "default_warmup", deserialize_with = "duration")]
+    pub warmup: Duration,
+    #[serde(default, deserialize_with = "duration")]
+    pub think_time: Duration,
+    #[serde(default = "default_ramp_rate")]
+    pub ramp_rate: f64,
+    // DS2's mix parameters, each defaulting like `dbvs run`.
+    pub pct_newcustomers: Option<u32>,
+    pub n_searches: Option<u32>,
+    pub search_batch_size: Option<u32>,
+    pub n_line_items: Option<u32>,
+}
+
+impl WorkloadConfig {
+    pub fn mix(&self) -> Mix {
+        let d = Mix::default();
+        Mix {
+            pct_newcustomers: self.pct_newcustomers.unwrap_or(d.pct_newcustomers),
+            n_searches: self.n_searches.unwrap_or(d.n_searches),
+            search_batch_size: self.search_batch_size.unwrap_or(d.search_batch_size),
+            n_line_items: self.n_line_items.unwrap_or(d.n_line_items),
+        }
+    }
+}
+
+fn default_seed() -> u64 {
+    42
+}
+fn default_budget() -> Duration {
+    Duration::from_secs(600)
+}
+fn default_ci_target() -> f64 {
+    0.01
+}
+fn default_size() -> String {
+    "10MB".into()
+}
+fn one() -> u32 {
+    1
+}
+fn default_duration() -> Duration {
+    Duration::from_secs(30)
+}
+fn default_warmup() -> Duration {
+    Duration::from_secs(5)
+}
+fn default_ramp_rate() -> f64 {
+    10.0
+}
+
+fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let s = String::deserialize(d)?;
+    crate::cli::parse_duration(&s).map_err(serde::de::Error::custom)
+}
+
+impl StudyFile {
+    /// Reads and checks a study file.
+    pub fn load(path: &Path) -> Result<(Self, String)> {
+        let shown = path.display();
+        let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read study file {shown}: {e}"))?;
+        let file: StudyFile = toml::from_str(&text).map_err(|e| {
+            let line = e.span().map_or(0, |s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            anyhow::anyhow!("{shown} line {line}: {}", e.message().trim())
+        })?;
+        file.check(&text).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
+        Ok((file, text))
+    }
+
+    fn check(&self, text: &str) -> Result<()> {
+        let at = |needle: &str| {
+            text.lines().position(|l| l.contains(needle)).map_or(String::new(), |i| format!("line {}: ", i + 1))
+        };
+        if self.target.engine != "sqlite" {
+            bail!("{}target.engine '{}' is not supported yet; use \"sqlite\"", at("engine"), self.target.engine);
+        }
+        if self.workload.name != "ds2" {
+            bail!("{}workload.name '{}' is unknown; available: ds2", at("name"), self.workload.name);
+        }
+        Size::parse(&self.workload.size).map_err(|e| anyhow::anyhow!("{}workload.size: {e}", at("size")))?;
+        if self.workload.threads == 0 {
+            bail!("{}workload.threads must be at least 1", at("threads"));
+        }
+        if self.workload.duration.is_zero() {
+            bail!("{}workload.duration must be longer than 0", at("duration"));
+        }
+        if self.variants.len() < 2 {
+            bail!("a study needs at least two [[variants]]: a baseline (the first) and something to compare");
+        }
+        for (i, v) in self.variants.iter().enumerate() {
+            if self.variants[..i].iter().any(|w| w.name == v.name) {
+                bail!(
+                    "{}variant name '{}' is used twice; names must be unique",
+                    at(&format!("\"{}\"", v.name)),
+                    v.name
+                );
+            }
+        }
+        if self.blocks.min < 2 || self.blocks.min > self.blocks.max {
+            bail!("{}blocks: need 2 <= min <= max, got min {} max {}", at("min"), self.blocks.min, self.blocks.max);
+        }
+        if !(self.ci_target > 0.0 && self.ci_target < 1.0) {
+            bail!("{}ci_target must be a fraction between 0 and 1, e.g. 0.01 for 1%", at("ci_target"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "t"
+budget = "2m"
+[workload]
+name = "ds2"
+size = "1MB"
+duration = "2s"
+pct_newcustomers = 5
+[[variants]]
+name = "plain"
+kind = "plain"
+[[variants]]
+name = "enc"
+kind = "sqlcipher"
+"#;
+
+    fn load(text: &str) -> Result<StudyFile> {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.toml");
+        std::fs::write(&p, text).unwrap();
+        StudyFile::load(&p).map(|(f, _)| f)
+    }
+
+    #[test]
+    fn a_good_file_loads_with_defaults() {
+        let f = load(GOOD).unwrap();
+        assert_eq!((f.budget, f.blocks.min, f.ci_target), (Duration::from_secs(120), 6, 0.01));
+        assert_eq!(f.workload.mix().pct_newcustomers, 5);
+        assert_eq!(f.workload.mix().n_line_items, 5);
+    }
+
+    #[test]
+    fn errors_name_the_line_and_key() {
+        let e = load(&GOOD.replace("duration = \"2s\"", "duration = \"2s\"\nthreds = 4")).unwrap_err().to_string();
+        assert!(e.contains("line 8") && e.contains("threds"), "{e}");
+        let e = load(&GOOD.replace("size = \"1MB\"", "size = \"huge\"")).unwrap_err().to_string();
+        assert!(e.contains("line 6") && e.contains("workload.size"), "{e}");
+        let e = load(&GOOD.replace("name = \"enc\"", "name = \"plain\"")).unwrap_err().to_string();
+        assert!(e.contains("used twice"), "{e}");
+        let e = load(&GOOD.replace("kind = \"sqlcipher\"", "kind = \"rot13\"")).unwrap_err().to_string();
+        assert!(e.contains("rot13") && e.contains("line"), "{e}");
+        let e = load(&GOOD.replace("budget = \"2m\"", "budget = \"soon\"")).unwrap_err().to_string();
+        assert!(e.contains("line 3") && e.contains("soon"), "{e}");
+    }
+}

@@ -1,0 +1,257 @@
+//! Studies: variants x a workload, run in randomized complete blocks until every ratio to
+//! the baseline is known to the target precision or the budget is spent.
+//!
+//! Each block runs every variant once, in a fresh random order, each on a fresh copy of its
+//! pristine database, each in its own `dbvs run` child process (so AES-NI masking reaches
+//! OpenSSL at start-up and runs cannot share state). Every finished run is committed to the
+//! results store at once. Variants live in a work directory that is torn down on every exit.
+
+pub mod canary;
+mod child;
+pub mod file;
+mod summary;
+
+use crate::interrupt;
+use crate::report::{self, RunRow, StudyReport};
+use crate::store::{Placement, Store};
+use crate::variants::{Prepared, VariantConfig};
+use anyhow::{bail, Context, Result};
+use canary::CanaryResult;
+use file::StudyFile;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The metric studies compare: DS2 orders per minute, higher is better.
+const METRIC: &str = "opm";
+
+pub struct Options {
+    /// Overrides the study file's budget.
+    pub budget: Option<Duration>,
+    /// Where reports, run records and logs go.
+    pub out: Option<PathBuf>,
+    pub store: PathBuf,
+}
+
+pub struct Outcome {
+    pub report: StudyReport,
+    pub out_dir: PathBuf,
+}
+
+/// A variant taking part in the study.
+struct Active {
+    cfg: VariantConfig,
+    prepared: Prepared,
+    /// Metric per block; `None` where the run failed or was not run.
+    values: Vec<Option<f64>>,
+    records: Vec<serde_json::Value>,
+    failed: Option<String>,
+}
+
+pub fn run(path: &Path, opts: Options) -> Result<Outcome> {
+    let (study, text) = StudyFile::load(path)?;
+    let budget = opts.budget.unwrap_or(study.budget);
+    let mut store = Store::open(&opts.store)?;
+    let id = store.begin_study(&study.name, &text)?;
+    let out_dir = opts.out.unwrap_or_else(|| PathBuf::from(format!("results/{}-{id}", study.name)));
+    for sub in ["runs", "logs"] {
+        std::fs::create_dir_all(out_dir.join(sub))
+            .with_context(|| format!("cannot create {}; choose a writable --out", out_dir.display()))?;
+    }
+    let started_at = now();
+    let work = tempfile::Builder::new().prefix(".work-").tempdir_in(&out_dir)?;
+    let exe = std::env::current_exe()?;
+    let ctx = child::Context { exe: &exe, study: &study, out: &out_dir };
+
+    eprintln!("study {id} '{}': results store {}, output {}", study.name, store.path.display(), out_dir.display());
+    let mut skipped = Vec::new();
+    let mut active = Vec::new();
+    for (i, v) in study.variants.iter().enumerate() {
+        match prepare(&ctx, v, &work.path().join(format!("v{i}"))) {
+            Ok(prepared) => {
+                active.push(Active { cfg: v.clone(), prepared, values: vec![], records: vec![], failed: None })
+            }
+            Err(e) if i == 0 => bail!("the baseline variant '{}' cannot run: {e:#}", v.name),
+            Err(e) => {
+                eprintln!("variant {}: skipped: {e:#}", v.name);
+                skipped.push((v.clone(), format!("{e:#}")));
+            }
+        }
+        if interrupt::interrupted() {
+            return Err(interrupt::Interrupted.into());
+        }
+    }
+
+    let mut canaries: Vec<CanaryResult> = Vec::new();
+    let mut rows: Vec<RunRow> = Vec::new();
+    let mut block_times: Vec<f64> = Vec::new();
+    let mut status = ("completed", None::<String>);
+    let mut stop_reason = format!("maximum of {} blocks reached", study.blocks.max);
+    let begun = Instant::now();
+    for block in 0..study.blocks.max {
+        let expected = block_times.iter().sum::<f64>() / block_times.len().max(1) as f64;
+        if block > 0 && begun.elapsed().as_secs_f64() + expected > budget.as_secs_f64() {
+            stop_reason = format!("budget of {} used after {block} blocks", humantime::format_duration(budget));
+            break;
+        }
+        let t = Instant::now();
+        let mut order: Vec<usize> = (0..active.len()).filter(|&i| active[i].failed.is_none()).collect();
+        order.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(study.seed ^ (block as u64) << 20));
+        for i in order {
+            let a = &mut active[i];
+            let scan = block == 0;
+            let result = child::run(&ctx, &a.cfg, &a.prepared, block, scan);
+            let (row, value) = record_run(&mut store, id, block, &a.cfg.name, result)?;
+            if let Some(cause) = row.cause.clone().filter(|_| row.status == "failed") {
+                eprintln!("variant {}: run failed: {cause}", a.cfg.name);
+                a.failed = Some(cause);
+            }
+            if let Some(v) = &value {
+                a.records.push(v.clone());
+            }
+            a.values.resize(block + 1, None);
+            a.values[block] =
+                value.as_ref().and_then(|v| v["metrics"][METRIC].as_f64()).filter(|_| row.status == "completed");
+            rows.push(row);
+            if scan && value.is_some() {
+                let c = child::scan_canary(&a.cfg.name, &a.prepared)?;
+                if !c.ok {
+                    status = ("failed", Some(leak_message(&c)));
+                }
+                canaries.push(c);
+            }
+            if interrupt::interrupted() {
+                break;
+            }
+        }
+        block_times.push(t.elapsed().as_secs_f64());
+        if interrupt::interrupted() {
+            status = ("interrupted", None);
+            stop_reason = format!("interrupted during block {}", block + 1);
+            break;
+        }
+        if status.0 == "failed" {
+            stop_reason = "stopped: the plaintext canary scan failed".into();
+            break;
+        }
+        if let Some(cause) = &active[0].failed {
+            status = ("failed", Some(format!("the baseline's run failed: {cause}")));
+            stop_reason = "stopped: the baseline cannot run".into();
+            break;
+        }
+        let widths = summary::half_widths(&active, study.seed);
+        eprintln!(
+            "block {} done in {:.0} s; {}",
+            block + 1,
+            block_times.last().unwrap(),
+            summary::progress_line(&widths)
+        );
+        if block + 1 >= study.blocks.min && !widths.is_empty() && widths.iter().all(|(_, w)| *w <= study.ci_target) {
+            stop_reason = format!(
+                "precision reached: every ratio's 95% CI half-width <= {:.1}% after {} blocks",
+                100.0 * study.ci_target,
+                block + 1
+            );
+            break;
+        }
+        if widths.is_empty() {
+            stop_reason = "no variant left to compare with the baseline".into();
+            break;
+        }
+    }
+
+    let report = summary::build(summary::Inputs {
+        id,
+        study: &study,
+        text: &text,
+        active: &active,
+        skipped: &skipped,
+        rows,
+        canaries,
+        status: status.0,
+        cause: status.1,
+        stop_reason,
+        started_at,
+        block_times: &block_times,
+    });
+    store.finish_study(id, &report.status, report.cause.as_deref(), &serde_json::to_string(&report)?)?;
+    report::write_all(&report, &out_dir)?;
+    drop(active);
+    Ok(Outcome { report, out_dir })
+}
+
+fn prepare(ctx: &child::Context, v: &VariantConfig, dir: &Path) -> Result<Prepared> {
+    v.preflight()?;
+    std::fs::create_dir_all(dir)?;
+    let p = v.setup(dir)?;
+    child::build(ctx, v, &p)?;
+    Ok(p)
+}
+
+/// Stores a run and turns it into a report row plus its record.
+fn record_run(
+    store: &mut Store,
+    study: i64,
+    block: usize,
+    variant: &str,
+    result: Result<serde_json::Value>,
+) -> Result<(RunRow, Option<serde_json::Value>)> {
+    let at = Placement { study, block, variant };
+    match result {
+        Ok(v) => {
+            let run_id = store.add_run(Some(at), &v, METRIC)?;
+            let m = &v["metrics"];
+            Ok((
+                RunRow {
+                    run_id,
+                    block,
+                    variant: variant.into(),
+                    status: v["status"].as_str().unwrap_or("failed").into(),
+                    cause: v["cause"].as_str().map(String::from),
+                    metric: m[METRIC].as_f64(),
+                    orders: m["orders"].as_u64(),
+                    rollback_rate: m["rollback_rate"].as_f64(),
+                    p95_ms: m["latency_ms"]["order"]["p95_ms"].as_f64(),
+                    cpu_pct: v["driver"]["process_cpu_pct"].as_f64(),
+                },
+                Some(v),
+            ))
+        }
+        Err(e) => {
+            let cause = format!("{e:#}");
+            let run_id = store.add_failed_run(at, "ds2", &cause)?;
+            let row = RunRow {
+                run_id,
+                block,
+                variant: variant.into(),
+                status: "failed".into(),
+                cause: Some(cause),
+                metric: None,
+                orders: None,
+                rollback_rate: None,
+                p95_ms: None,
+                cpu_pct: None,
+            };
+            Ok((row, None))
+        }
+    }
+}
+
+fn leak_message(c: &CanaryResult) -> String {
+    if c.encrypted {
+        format!(
+            "variant '{}' is meant to be encrypted but {} plaintext canary hits were found at rest",
+            c.variant, c.hits
+        )
+    } else {
+        format!(
+            "the canary scan found no plaintext in the plain variant '{}', so the scan cannot be trusted",
+            c.variant
+        )
+    }
+}
+
+fn now() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}

@@ -1,0 +1,63 @@
+//! gocryptfs: the database directory inside a FUSE mount that encrypts every file with
+//! AES-256-GCM in 4 KiB blocks. The ciphertext directory is what lies on disk.
+
+use super::{random_hex, require, run_tool, Prepared, SecretFile};
+use anyhow::{bail, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+pub const CIPHER: &str = "AES-256-GCM per 4 KiB block";
+
+pub fn preflight() -> Result<()> {
+    require("gocryptfs", "gocryptfs")?;
+    require("fusermount3", "fuse3")?;
+    if !Path::new("/dev/fuse").exists() {
+        bail!("/dev/fuse is missing: load the fuse module (modprobe fuse) or run where FUSE is available");
+    }
+    Ok(())
+}
+
+/// Unmounts when dropped; falls back to a lazy unmount if the mount stays busy.
+struct Mount(PathBuf);
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        for _ in 0..50 {
+            if run_tool(Command::new("fusermount3").arg("-u").arg(&self.0)).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = run_tool(Command::new("fusermount3").arg("-uz").arg(&self.0));
+    }
+}
+
+pub fn setup(dir: &Path, env: &[(String, String)]) -> Result<Prepared> {
+    let cipher = dir.join("gocryptfs-cipher");
+    std::fs::create_dir_all(&cipher)?;
+    let mut p = Prepared::plain(dir)?;
+    let pass = SecretFile::create(dir.join("gocryptfs.pass"), random_hex(32).as_bytes())?;
+    let gocryptfs = |args: &[&std::ffi::OsStr]| {
+        let mut c = Command::new("gocryptfs");
+        c.args(args).envs(env.iter().map(|(k, v)| (k, v)));
+        run_tool(&mut c)
+    };
+    // scryptn only protects the master key in gocryptfs.conf; it does not touch the data path.
+    gocryptfs(&[
+        "-init".as_ref(),
+        "-q".as_ref(),
+        "-scryptn".as_ref(),
+        "10".as_ref(),
+        "-passfile".as_ref(),
+        pass.0.as_os_str(),
+        cipher.as_os_str(),
+    ])?;
+    gocryptfs(&["-q".as_ref(), "-passfile".as_ref(), pass.0.as_os_str(), cipher.as_os_str(), p.data_dir.as_os_str()])?;
+    p.guards.push(Box::new(Mount(p.data_dir.clone())));
+    // The passphrase is only needed to mount; it goes at once.
+    drop(pass);
+    p.backing = vec![cipher];
+    p.encrypted = true;
+    Ok(p)
+}

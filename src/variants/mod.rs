@@ -1,0 +1,283 @@
+//! Variants: the configurations a study compares (plain, SQLCipher, gocryptfs, fscrypt...).
+//!
+//! A variant checks up front that the host can run it (naming the package to install when
+//! not), then sets itself up in a directory dbvs owns. Set-up returns a [`Prepared`] whose
+//! guards tear everything down (unmount, lock keys, delete key files) when it is dropped, so
+//! clean-up happens on every exit path: success, error, or Ctrl-C unwinding the study.
+
+mod fscrypt;
+mod gocryptfs;
+mod sqlcipher;
+
+use crate::targets::sqlite::KeyKind;
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// OpenSSL capability mask that hides AES-NI, PCLMULQDQ, VAES and VPCLMULQDQ (research
+/// encryption.md section 5), so OpenSSL falls back to its software AES.
+pub const OPENSSL_NO_AESNI: &str = "~0x200000200000000:~0x60000000000";
+/// Go's equivalent switch, for gocryptfs's own AES-GCM.
+pub const GODEBUG_NO_AESNI: &str = "cpu.aes=off,cpu.pclmulqdq=off";
+
+/// One `[[variants]]` entry of a study file. (Unknown keys are refused by each kind's
+/// settings; serde cannot deny them here because of the flattened kind.)
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub struct VariantConfig {
+    pub name: String,
+    #[serde(flatten)]
+    pub kind: Kind,
+    /// `false` runs this variant with AES-NI masked from user-space crypto.
+    #[serde(default = "yes")]
+    pub aesni: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Kind {
+    /// The database as is.
+    Plain {},
+    /// SQLCipher page encryption inside SQLite.
+    Sqlcipher(sqlcipher::Settings),
+    /// The database inside a gocryptfs (FUSE, AES-256-GCM) mount.
+    Gocryptfs {},
+    /// The database in an fscrypt-encrypted directory (kernel AES-256-XTS) on an ext4 loop image.
+    Fscrypt(fscrypt::Settings),
+    /// Test-only: plain, plus a fixed busy-wait inside every transaction, to check that
+    /// studies detect a known slowdown.
+    Delay {
+        #[serde(with = "humantime_serde_compat")]
+        per_transaction: Duration,
+    },
+}
+
+mod humantime_serde_compat {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let s = String::deserialize(d)?;
+        humantime::parse_duration(&s).map_err(|e| serde::de::Error::custom(format!("'{s}' is not a duration: {e}")))
+    }
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(*d).to_string())
+    }
+}
+
+/// What a report says about a variant (never the key itself).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct VariantInfo {
+    pub name: String,
+    pub layer: String,
+    pub cipher: String,
+    pub key_bits: Option<u32>,
+    pub aesni: bool,
+    pub settings: BTreeMap<String, String>,
+}
+
+/// A variant set up and ready for runs. Dropping it tears it down.
+pub struct Prepared {
+    /// Where the database files live.
+    pub data_dir: PathBuf,
+    /// SQLCipher key file and its kind, when the database itself is encrypted.
+    pub key: Option<(PathBuf, KeyKind)>,
+    pub cipher_pragmas: Vec<String>,
+    /// Environment for each run's child process.
+    pub env: Vec<(String, String)>,
+    /// Extra `dbvs run` arguments (the test-only delay).
+    pub run_args: Vec<String>,
+    /// The bytes at rest: what the plaintext canary scan reads.
+    pub backing: Vec<PathBuf>,
+    /// Whether data at rest must be ciphertext (the canary must find nothing).
+    pub encrypted: bool,
+    /// Tear-down steps, dropped last-in first-out.
+    guards: Vec<Box<dyn Send>>,
+}
+
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        while let Some(g) = self.guards.pop() {
+            drop(g);
+        }
+    }
+}
+
+impl Prepared {
+    fn plain(dir: &Path) -> Result<Self> {
+        let data_dir = dir.join("data");
+        std::fs::create_dir_all(&data_dir)?;
+        Ok(Self {
+            backing: vec![data_dir.clone()],
+            data_dir,
+            key: None,
+            cipher_pragmas: vec![],
+            env: vec![],
+            run_args: vec![],
+            encrypted: false,
+            guards: vec![],
+        })
+    }
+}
+
+impl VariantConfig {
+    pub fn info(&self) -> VariantInfo {
+        let (layer, cipher, key_bits, settings) = match &self.kind {
+            Kind::Plain {} => ("none", "none", None, BTreeMap::new()),
+            Kind::Sqlcipher(s) => ("database (SQLCipher page encryption)", sqlcipher::CIPHER, Some(256), s.describe()),
+            Kind::Gocryptfs {} => ("file system (gocryptfs, FUSE)", gocryptfs::CIPHER, Some(256), BTreeMap::new()),
+            Kind::Fscrypt(s) => ("file system (fscrypt, kernel)", fscrypt::CIPHER, Some(512), s.describe()),
+            Kind::Delay { per_transaction } => (
+                "none (test-only injected delay)",
+                "none",
+                None,
+                BTreeMap::from([("per_transaction".into(), humantime::format_duration(*per_transaction).to_string())]),
+            ),
+        };
+        VariantInfo {
+            name: self.name.clone(),
+            layer: layer.into(),
+            cipher: cipher.into(),
+            key_bits,
+            aesni: self.aesni,
+            settings,
+        }
+    }
+
+    /// Checks that this host can run the variant; the error names what to install.
+    pub fn preflight(&self) -> Result<()> {
+        match &self.kind {
+            Kind::Fscrypt(_) if !self.aesni => {
+                bail!("aesni = false cannot apply to fscrypt: its AES runs in the kernel, not in OpenSSL or Go")
+            }
+            Kind::Gocryptfs {} => gocryptfs::preflight(),
+            Kind::Fscrypt(_) => fscrypt::preflight(),
+            Kind::Sqlcipher(s) => s.preflight(),
+            Kind::Plain {} | Kind::Delay { .. } => Ok(()),
+        }
+    }
+
+    /// Sets the variant up inside `dir`, an empty directory dbvs owns.
+    pub fn setup(&self, dir: &Path) -> Result<Prepared> {
+        let gocryptfs_env: Vec<(String, String)> = if self.aesni { vec![] } else { aesni_off_env() };
+        let mut p = match &self.kind {
+            Kind::Plain {} => Prepared::plain(dir)?,
+            Kind::Delay { per_transaction } => {
+                let mut p = Prepared::plain(dir)?;
+                p.run_args = vec!["--inject-delay".into(), format!("{}us", per_transaction.as_micros())];
+                p
+            }
+            Kind::Sqlcipher(s) => s.setup(dir)?,
+            Kind::Gocryptfs {} => gocryptfs::setup(dir, &gocryptfs_env)?,
+            Kind::Fscrypt(s) => s.setup(dir)?,
+        };
+        if !self.aesni {
+            p.env.extend(aesni_off_env());
+        }
+        Ok(p)
+    }
+}
+
+fn aesni_off_env() -> Vec<(String, String)> {
+    vec![("OPENSSL_ia32cap".into(), OPENSSL_NO_AESNI.into()), ("GODEBUG".into(), GODEBUG_NO_AESNI.into())]
+}
+
+/// Finds `tool` on PATH or in the sbin directories, or says which package provides it.
+pub(crate) fn require(tool: &str, package: &str) -> Result<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
+        .map(|d| d.join(tool))
+        .find(|p| p.is_file())
+        .ok_or_else(|| anyhow::anyhow!("{tool} not found: install it with 'apt-get install {package}'"))
+}
+
+/// Runs a command, turning a failure into an error with its stderr.
+pub(crate) fn run_tool(cmd: &mut std::process::Command) -> Result<()> {
+    let out = cmd.stdin(std::process::Stdio::null()).output()?;
+    if !out.status.success() {
+        bail!("{:?} failed ({}): {}", cmd.get_program(), out.status, String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(())
+}
+
+/// A file holding a secret: created 0600, removed when dropped.
+pub(crate) struct SecretFile(pub PathBuf);
+
+impl SecretFile {
+    pub fn create(path: PathBuf, contents: &[u8]) -> Result<Self> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)?;
+        f.write_all(contents)?;
+        f.sync_all()?;
+        Ok(Self(path))
+    }
+}
+
+impl Drop for SecretFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// `n` random bytes as lowercase hex, from the OS.
+pub(crate) fn random_hex(n: usize) -> String {
+    use rand::TryRngCore;
+    let mut buf = vec![0u8; n];
+    rand::rngs::OsRng.try_fill_bytes(&mut buf).expect("the OS random source works");
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(toml_text: &str) -> Result<VariantConfig, toml::de::Error> {
+        toml::from_str(toml_text)
+    }
+
+    #[test]
+    fn variants_parse_from_toml() {
+        assert!(matches!(parse("name = 'p'\nkind = 'plain'").unwrap().kind, Kind::Plain {}));
+        let v = parse("name = 's'\nkind = 'sqlcipher'\ncipher_page_size = 8192\naesni = false").unwrap();
+        assert!(!v.aesni);
+        assert_eq!(v.info().settings["cipher_page_size"], "8192");
+        let e = parse("name = 'x'\nkind = 'bitlocker'").unwrap_err().to_string();
+        assert!(e.contains("bitlocker"), "{e}");
+        let e = parse("name = 's'\nkind = 'sqlcipher'\ncipher_page_sise = 1").unwrap_err().to_string();
+        assert!(e.contains("cipher_page_sise"), "{e}");
+        let e = parse("name = 'p'\nkind = 'plain'\ncolour = 1").unwrap_err().to_string();
+        assert!(e.contains("colour"), "{e}");
+    }
+
+    #[test]
+    fn plain_setup_and_teardown() {
+        let dir = tempfile::tempdir().unwrap();
+        let v = parse("name = 'p'\nkind = 'plain'\naesni = false").unwrap();
+        let p = v.setup(dir.path()).unwrap();
+        assert!(p.data_dir.is_dir() && !p.encrypted);
+        assert!(p.env.iter().any(|(k, v)| k == "OPENSSL_ia32cap" && v == OPENSSL_NO_AESNI));
+    }
+
+    #[test]
+    fn secret_files_are_private_and_removed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let f = SecretFile::create(dir.path().join("k"), b"x").unwrap();
+        assert_eq!(std::fs::metadata(&f.0).unwrap().permissions().mode() & 0o777, 0o600);
+        drop(f);
+        assert!(!dir.path().join("k").exists());
+        assert_eq!(random_hex(32).len(), 64);
+    }
+
+    #[test]
+    fn missing_tools_name_their_package() {
+        let e = require("no-such-tool-dbvs", "some-package").unwrap_err().to_string();
+        assert!(e.contains("apt-get install some-package"), "{e}");
+    }
+}
