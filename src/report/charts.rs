@@ -30,7 +30,7 @@ pub fn means_with_ci(r: &StudyReport) -> Result<String> {
             .margin(12)
             .x_label_area_size(36)
             .y_label_area_size(70)
-            .build_cartesian_2d((0..ran.len()).into_segmented(), 0.0..top)
+            .build_cartesian_2d((0..ran.len().saturating_sub(1)).into_segmented(), 0.0..top)
             .map_err(err)?;
         chart
             .configure_mesh()
@@ -39,6 +39,7 @@ pub fn means_with_ci(r: &StudyReport) -> Result<String> {
                 SegmentValue::CenterOf(i) => ran.get(*i).map_or(String::new(), |(n, _)| n.clone()),
                 _ => String::new(),
             })
+            .y_label_formatter(&|y| format!("{y:.0}"))
             .y_desc(r.metric.to_uppercase())
             .draw()
             .map_err(err)?;
@@ -84,6 +85,7 @@ pub fn over_time(r: &StudyReport) -> Result<String> {
         chart
             .configure_mesh()
             .x_desc("seconds into the measured window")
+            .y_label_formatter(&|y| format!("{y:.0}"))
             .y_desc(r.metric.to_uppercase())
             .draw()
             .map_err(err)?;

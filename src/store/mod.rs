@@ -86,9 +86,19 @@ impl Store {
         let conn = Connection::open(path).with_context(|| {
             format!("cannot open the results store {}; set DBVS_RESULTS to a writable file", path.display())
         })?;
-        conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
-        conn.execute_batch(SCHEMA).context("cannot set up the results store")?;
+        // Several dbvs processes may share the store; wait for each other's writes.
+        conn.busy_timeout(std::time::Duration::from_secs(30))?;
+        // Switching to WAL can fail busy without waiting, so only switch when needed.
+        let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            conn.execute_batch("PRAGMA journal_mode = WAL;")?;
+        }
+        conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")?;
+        let exists: bool =
+            conn.query_row("SELECT count(*) > 0 FROM sqlite_master WHERE name = 'runs'", [], |r| r.get(0))?;
+        if !exists {
+            conn.execute_batch(SCHEMA).context("cannot set up the results store")?;
+        }
         Ok(Self { conn, path: path.to_path_buf() })
     }
 

@@ -123,6 +123,9 @@ pub fn run(
         "--n-line-items".into(),
         mix.n_line_items.to_string(),
     ]);
+    // About a dozen samples per run for the over-time chart, at least 1 s apart.
+    let interval = (w.duration / 12).clamp(Duration::from_secs(1), Duration::from_secs(10));
+    cmd.args(["--report-interval".to_string(), format!("{}", interval.as_secs_f64())]);
     cmd.arg("--json").arg(&json).args(&p.run_args).envs(p.env.iter().map(|(k, v)| (k, v)));
     if keep_for_scan {
         cmd.arg("--keep-db").arg(p.data_dir.join(SCAN_COPY));

@@ -11,6 +11,12 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use std::time::Instant;
 
+/// New customers are named `newuser<N>` with N drawn from this range. DS2 draws N from
+/// 1..=max_customer, which small databases exhaust within minutes, after which every
+/// registration retries forever; a wide range keeps name clashes rare at any size.
+const NEW_USERNAME_SPACE: i64 = 1_000_000_000_000;
+const MAX_USERNAME_TRIES: u32 = 100;
+
 pub enum Browse<'a> {
     Category(i32),
     Actor(&'a str),
@@ -62,8 +68,8 @@ impl<S: Session> OrderWorker<S> {
     fn sign_in(&mut self, rec: &mut UnitRecorder) -> Result<i64> {
         if self.rng.random_range(0..100) < self.mix.pct_newcustomers {
             let t = Instant::now();
-            loop {
-                let n = self.rng.random_range(1..=self.size.customers);
+            for _ in 0..MAX_USERNAME_TRIES {
+                let n = self.rng.random_range(1..=NEW_USERNAME_SPACE);
                 let us = self.rng.random_bool(0.5);
                 let c = data::customer(&mut self.rng, 0, us, format!("newuser{n}"));
                 if let Some(id) = self.session.new_customer(&c, rec)? {
@@ -71,6 +77,7 @@ impl<S: Session> OrderWorker<S> {
                     return Ok(id);
                 }
             }
+            bail!("could not find a free new-customer username in {MAX_USERNAME_TRIES} tries");
         }
         let username = format!("user{}", self.rng.random_range(1..=self.size.customers));
         let t = Instant::now();

@@ -1,0 +1,216 @@
+//! Studies end to end through the real binary: verdict validity, variants on real storage
+//! layers, the canary scan, the results store and the reports.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+
+/// Studies measure time: running two at once on a small machine would make each other's
+/// numbers meaningless, so the tests in this file take turns.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn write_study(dir: &Path, body: &str) -> String {
+    let p = dir.join("study.toml");
+    std::fs::write(&p, body).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+fn report(out: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap()
+}
+
+const SMALL: &str = r#"
+[workload]
+name = "ds2"
+size = "1MB"
+threads = 1
+duration = "1.5s"
+warmup = "0.3s"
+"#;
+
+fn no_mounts_under(dir: &Path) {
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    let d = dir.to_str().unwrap();
+    assert!(!mounts.contains(d), "mounts left under {d}:\n{mounts}");
+}
+
+#[test]
+fn an_a_a_study_finds_no_significant_difference() {
+    // The same variant twice. A 2 ms busy-wait per order dominates each order's time, so
+    // run-to-run noise is far below the 1% noise threshold and the test cannot flake.
+    let _turn = turn();
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_study(
+        dir.path(),
+        &format!(
+            "name = \"aa\"\nblocks = {{ min = 6, max = 6 }}\n{SMALL}\n\
+             [[variants]]\nname = \"a\"\nkind = \"delay\"\nper_transaction = \"2ms\"\n\
+             [[variants]]\nname = \"b\"\nkind = \"delay\"\nper_transaction = \"2ms\"\n"
+        ),
+    );
+    let out = dir.path().join("out");
+    ok(&["study", &f, "--out", out.to_str().unwrap()]);
+    let r = report(&out);
+    let c = &r["comparisons"][0];
+    assert_eq!(c["verdict"]["verdict"], "no_significant_difference", "{c}");
+    assert!((c["estimate"]["ratio"].as_f64().unwrap() - 1.0).abs() < 0.02, "{c}");
+    assert_eq!(r["blocks_completed"], 6);
+}
+
+#[test]
+fn an_injected_slowdown_is_detected_with_a_ci_around_the_true_ratio() {
+    let _turn = turn();
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_study(
+        dir.path(),
+        &format!(
+            "name = \"slow\"\nblocks = {{ min = 6, max = 6 }}\n{SMALL}\n\
+             [[variants]]\nname = \"base\"\nkind = \"delay\"\nper_transaction = \"1ms\"\n\
+             [[variants]]\nname = \"slower\"\nkind = \"delay\"\nper_transaction = \"2ms\"\n"
+        ),
+    );
+    let out = dir.path().join("out");
+    ok(&["study", &f, "--out", out.to_str().unwrap()]);
+    let r = report(&out);
+    // One thread: an order cycle of the baseline takes 60 / OPM seconds; the variant adds 1 ms.
+    let base_opm = r["variants"][0]["summary"]["mean"].as_f64().unwrap();
+    let cycle = 60.0 / base_opm;
+    let truth = cycle / (cycle + 0.001);
+    let c = &r["comparisons"][0];
+    assert_eq!(c["verdict"]["verdict"], "slower", "{c}");
+    let (ratio, lo, hi) = (
+        c["estimate"]["ratio"].as_f64().unwrap(),
+        c["estimate"]["ci"][0].as_f64().unwrap(),
+        c["estimate"]["ci"][1].as_f64().unwrap(),
+    );
+    assert!((ratio - truth).abs() < 0.02, "ratio {ratio} vs true {truth}");
+    assert!(lo - 0.01 <= truth && truth <= hi + 0.01, "CI [{lo}, {hi}] misses the true ratio {truth}");
+}
+
+#[test]
+fn encryption_study_scans_for_plaintext_stores_runs_and_reports() {
+    let _turn = turn();
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_study(
+        dir.path(),
+        &format!(
+            "name = \"enc\"\nblocks = {{ min = 2, max = 2 }}\n{SMALL}\n\
+             [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
+             [[variants]]\nname = \"sqlcipher\"\nkind = \"sqlcipher\"\n\
+             [[variants]]\nname = \"sqlcipher-noaesni\"\nkind = \"sqlcipher\"\naesni = false\n\
+             [[variants]]\nname = \"gocryptfs\"\nkind = \"gocryptfs\"\n\
+             [[variants]]\nname = \"fscrypt\"\nkind = \"fscrypt\"\nimage_size = \"128MB\"\n\
+             [[variants]]\nname = \"impossible\"\nkind = \"fscrypt\"\naesni = false\n"
+        ),
+    );
+    let out = dir.path().join("out");
+    let o = ok(&["study", &f, "--out", out.to_str().unwrap()]);
+    assert!(stdout(&o).contains("report:"), "{}", stdout(&o));
+    let r = report(&out);
+    assert_eq!(r["status"], "completed");
+    let canary: Vec<(String, u64)> = r["canary"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["variant"].as_str().unwrap().to_string(), c["hits"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(canary.len(), 5, "{canary:?}");
+    for (v, hits) in &canary {
+        if v == "plain" {
+            assert!(*hits > 0, "the scan must see plaintext in plain storage");
+        } else {
+            assert_eq!(*hits, 0, "{v} leaks plaintext");
+        }
+    }
+    let skipped = r["variants"].as_array().unwrap().iter().find(|v| v["info"]["name"] == "impossible").unwrap();
+    assert_eq!(skipped["status"], "skipped");
+    assert!(skipped["reason"].as_str().unwrap().contains("kernel"), "{skipped}");
+    assert_eq!(r["comparisons"].as_array().unwrap().len(), 4);
+    for ext in ["html", "md", "csv", "json"] {
+        assert!(out.join(format!("report.{ext}")).is_file());
+    }
+    let csv = std::fs::read_to_string(out.join("report.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 2 * 5, "{csv}");
+    // Torn down: no mounts, no work directory, no key files.
+    no_mounts_under(dir.path());
+    let leftovers: Vec<String> = files_in(&out).into_iter().filter(|f| f.starts_with(".work")).collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    // The store has the study, its runs, and renders its report again.
+    let id = r["study_id"].as_i64().unwrap().to_string();
+    assert!(stdout(&ok(&["results", "list"])).contains("enc"));
+    let show = stdout(&ok(&["results", "show", &id]));
+    assert!(show.contains("sqlcipher") && show.contains("gocryptfs"), "{show}");
+    let md = stdout(&ok(&["report", &id, "--format", "md"]));
+    assert!(md.contains("## Verdict") && md.contains("## Plaintext canary scan"), "{md}");
+    let runs = &r["runs"];
+    let (a, b) = (runs[0]["run_id"].to_string(), runs[1]["run_id"].to_string());
+    let cmp = stdout(&ok(&["compare", &a, &b]));
+    assert!(cmp.contains("opm") && cmp.contains("no confidence interval"), "{cmp}");
+    // Keys never reach the store or the reports.
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(!html.contains("sqlcipher.key") || !html.contains("PRAGMA key"));
+}
+
+#[test]
+fn bad_study_files_get_one_line_with_the_line_number() {
+    let _turn = turn();
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_study(
+        dir.path(),
+        &format!("name = \"x\"\n{SMALL}\nthreds = 2\n[[variants]]\nname = \"a\"\nkind = \"plain\"\n"),
+    );
+    let o = dbvs(&["study", &f]);
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("line 10") && err.contains("threds"), "{err}");
+    let o = dbvs(&["study", "/nonexistent/study.toml"]);
+    assert!(!o.status.success() && stderr(&o).contains("cannot read study file"));
+}
+
+#[test]
+fn html_report_renders_its_charts_in_chromium() {
+    let _turn = turn();
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_study(
+        dir.path(),
+        &format!(
+            "name = \"chart\"\nblocks = {{ min = 2, max = 2 }}\n{SMALL}\n\
+             [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
+             [[variants]]\nname = \"sqlcipher\"\nkind = \"sqlcipher\"\n"
+        ),
+    );
+    let out = dir.path().join("out");
+    ok(&["study", &f, "--out", out.to_str().unwrap()]);
+    let png = dir.path().join("shot.png");
+    let chromium = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|c| std::process::Command::new(c).arg("--version").output().is_ok())
+        .expect("headless Chromium is needed for this test: apt-get install chromium");
+    let status = std::process::Command::new(chromium)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"])
+        .args(["--disable-background-networking", "--disable-component-update", "--disable-sync"])
+        .arg(format!("--user-data-dir={}", dir.path().join("profile").display()))
+        .arg("--window-size=1200,1400")
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", out.join("report.html").display()))
+        .output()
+        .unwrap();
+    assert!(png.is_file(), "no screenshot: {}", String::from_utf8_lossy(&status.stderr));
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&png).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let px = info.color_type.samples();
+    // The bar of the first variant is drawn in the palette's blue at 60% over white.
+    let blue =
+        |p: &[u8]| (p[0] as i32 - 120).abs() < 20 && (p[1] as i32 - 173).abs() < 20 && (p[2] as i32 - 210).abs() < 20;
+    let blue_pixels = buf[..info.buffer_size()].chunks(px).filter(|p| blue(p)).count();
+    assert!(blue_pixels > 2000, "the chart bars did not render ({blue_pixels} bar pixels)");
+}
