@@ -214,3 +214,37 @@ fn html_report_renders_its_charts_in_chromium() {
     let blue_pixels = buf[..info.buffer_size()].chunks(px).filter(|p| blue(p)).count();
     assert!(blue_pixels > 2000, "the chart bars did not render ({blue_pixels} bar pixels)");
 }
+
+#[test]
+fn ctrl_c_stops_a_study_unmounts_and_keeps_finished_runs() {
+    let _turn = turn();
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_study(
+        dir.path(),
+        &format!(
+            "name = \"stop\"\nblocks = {{ min = 30, max = 30 }}\n{SMALL}\n\
+             [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
+             [[variants]]\nname = \"gocryptfs\"\nkind = \"gocryptfs\"\n"
+        ),
+    );
+    let out = dir.path().join("out");
+    let child = command()
+        .args(["study", &f, "--out", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(9));
+    // SAFETY: signalling our own child process.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let r = report(&out);
+    assert_eq!(r["status"], "interrupted");
+    let completed = r["runs"].as_array().unwrap().iter().filter(|x| x["status"] == "completed").count();
+    assert!(completed >= 2, "finished runs are kept: {}", r["runs"]);
+    no_mounts_under(dir.path());
+    assert!(files_in(&out).iter().all(|f| !f.starts_with(".work")), "{:?}", files_in(&out));
+    let id = r["study_id"].as_i64().unwrap().to_string();
+    assert!(stdout(&ok(&["results", "show", &id])).contains("interrupted"));
+}

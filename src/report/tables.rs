@@ -83,6 +83,11 @@ pub fn per_run(r: &StudyReport) -> Table {
         .collect();
     let summary_of = |n: &str| r.variants.iter().find(|v| v.info.name == n).and_then(|v| v.summary.clone());
     rows.push(
+        std::iter::once("total".to_string())
+            .chain(names.iter().map(|n| summary_of(n).map_or(String::new(), |s| format!("{:.0}", s.mean * s.n as f64))))
+            .collect(),
+    );
+    rows.push(
         std::iter::once("mean".to_string())
             .chain(names.iter().map(|n| summary_of(n).map_or(String::new(), |s| format!("{:.0}", s.mean))))
             .collect(),

@@ -156,3 +156,36 @@ pub fn scan_canary(variant: &str, p: &Prepared) -> Result<CanaryResult> {
         ok: if p.encrypted { hits == 0 } else { hits > 0 },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prepared(dir: &Path, encrypted: bool, contents: &str) -> Prepared {
+        let mut p = crate::variants::VariantConfig {
+            name: "v".into(),
+            kind: toml::from_str("kind = 'plain'").unwrap(),
+            aesni: true,
+        }
+        .setup(dir)
+        .unwrap();
+        std::fs::write(p.data_dir.join("f"), contents).unwrap();
+        p.encrypted = encrypted;
+        p
+    }
+
+    #[test]
+    fn an_encrypted_variant_with_plaintext_fails_the_scan() {
+        let dir = tempfile::tempdir().unwrap();
+        let leak = prepared(dir.path(), true, crate::workloads::CANARY);
+        assert!(!scan_canary("v", &leak).unwrap().ok);
+    }
+
+    #[test]
+    fn a_plain_variant_without_plaintext_means_the_scan_is_blind() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!scan_canary("v", &prepared(dir.path(), false, "nothing")).unwrap().ok);
+        let dir = tempfile::tempdir().unwrap();
+        assert!(scan_canary("v", &prepared(dir.path(), false, crate::workloads::CANARY)).unwrap().ok);
+    }
+}
