@@ -112,17 +112,6 @@ pub enum RunStatus {
     Failed(String),
 }
 
-impl RunStatus {
-    /// The status word and, for a failure, its cause.
-    pub fn parts(&self) -> (&'static str, Option<&str>) {
-        match self {
-            RunStatus::Completed => ("completed", None),
-            RunStatus::Interrupted => ("interrupted", None),
-            RunStatus::Failed(c) => ("failed", Some(c)),
-        }
-    }
-}
-
 /// Everything a run measured.
 #[derive(Clone, Debug, Serialize)]
 pub struct RunResult {

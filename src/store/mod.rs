@@ -110,7 +110,7 @@ impl Store {
         Ok(self.conn.last_insert_rowid())
     }
 
-    pub fn finish_study(&self, id: i64, status: &str, cause: Option<&str>, report_json: &str) -> Result<()> {
+    pub fn finish_study(&self, id: i64, status: &str, cause: Option<&str>, report_json: Option<&str>) -> Result<()> {
         self.conn.execute(
             "UPDATE studies SET finished_at = ?2, status = ?3, cause = ?4, report_json = ?5 WHERE id = ?1",
             params![id, now(), status, cause, report_json],
@@ -257,7 +257,7 @@ mod tests {
         let store = Store::open(&dir.path().join("sub/results.db")).unwrap();
         let id = store.begin_study("s", "name = 's'").unwrap();
         let run = store.add_failed_run(Placement { study: id, block: 0, variant: "plain" }, "ds2", "boom").unwrap();
-        store.finish_study(id, "completed", None, "{}").unwrap();
+        store.finish_study(id, "completed", None, Some("{}")).unwrap();
         let (row, report) = store.study(id).unwrap();
         assert_eq!((row.status.as_str(), row.runs, report.as_deref()), ("completed", 1, Some("{}")));
         let r = store.run(run).unwrap();

@@ -51,9 +51,19 @@ struct Active {
 
 pub fn run(path: &Path, opts: Options) -> Result<Outcome> {
     let (study, text) = StudyFile::load(path)?;
-    let budget = opts.budget.unwrap_or(study.budget);
     let mut store = Store::open(&opts.store)?;
     let id = store.begin_study(&study.name, &text)?;
+    let result = run_blocks(&study, &text, opts, &mut store, id);
+    if let Err(e) = &result {
+        // A study that never got to a report still ends in the store, with its cause.
+        let status = if e.is::<interrupt::Interrupted>() { "interrupted" } else { "failed" };
+        store.finish_study(id, status, Some(&format!("{e:#}")), None)?;
+    }
+    result
+}
+
+fn run_blocks(study: &StudyFile, text: &str, opts: Options, store: &mut Store, id: i64) -> Result<Outcome> {
+    let budget = opts.budget.unwrap_or(study.budget);
     let out_dir = opts.out.unwrap_or_else(|| PathBuf::from(format!("results/{}-{id}", study.name)));
     for sub in ["runs", "logs"] {
         std::fs::create_dir_all(out_dir.join(sub))
@@ -62,7 +72,7 @@ pub fn run(path: &Path, opts: Options) -> Result<Outcome> {
     let started_at = now();
     let work = tempfile::Builder::new().prefix(".work-").tempdir_in(&out_dir)?;
     let exe = std::env::current_exe()?;
-    let ctx = child::Context { exe: &exe, study: &study, out: &out_dir };
+    let ctx = child::Context { exe: &exe, study, out: &out_dir };
 
     eprintln!("study {id} '{}': results store {}, output {}", study.name, store.path.display(), out_dir.display());
     let mut skipped = Vec::new();
@@ -102,7 +112,8 @@ pub fn run(path: &Path, opts: Options) -> Result<Outcome> {
             let a = &mut active[i];
             let scan = block == 0;
             let result = child::run(&ctx, &a.cfg, &a.prepared, block, scan);
-            let (row, value) = record_run(&mut store, id, block, &a.cfg.name, result)?;
+            let (row, value) =
+                record_run(store, Placement { study: id, block, variant: &a.cfg.name }, &study.workload.name, result)?;
             if let Some(cause) = row.cause.clone().filter(|_| row.status == "failed") {
                 eprintln!("variant {}: run failed: {cause}", a.cfg.name);
                 a.failed = Some(cause);
@@ -163,8 +174,8 @@ pub fn run(path: &Path, opts: Options) -> Result<Outcome> {
 
     let report = summary::build(summary::Inputs {
         id,
-        study: &study,
-        text: &text,
+        study,
+        text,
         active: &active,
         skipped: &skipped,
         rows,
@@ -175,7 +186,7 @@ pub fn run(path: &Path, opts: Options) -> Result<Outcome> {
         started_at,
         block_times: &block_times,
     });
-    store.finish_study(id, &report.status, report.cause.as_deref(), &serde_json::to_string(&report)?)?;
+    store.finish_study(id, &report.status, report.cause.as_deref(), Some(&serde_json::to_string(&report)?))?;
     report::write_all(&report, &out_dir)?;
     drop(active);
     Ok(Outcome { report, out_dir })
@@ -192,12 +203,11 @@ fn prepare(ctx: &child::Context, v: &VariantConfig, dir: &Path) -> Result<Prepar
 /// Stores a run and turns it into a report row plus its record.
 fn record_run(
     store: &mut Store,
-    study: i64,
-    block: usize,
-    variant: &str,
+    at: Placement,
+    workload: &str,
     result: Result<serde_json::Value>,
 ) -> Result<(RunRow, Option<serde_json::Value>)> {
-    let at = Placement { study, block, variant };
+    let (block, variant) = (at.block, at.variant.to_string());
     match result {
         Ok(v) => {
             let run_id = store.add_run(Some(at), &v, METRIC)?;
@@ -206,7 +216,7 @@ fn record_run(
                 RunRow {
                     run_id,
                     block,
-                    variant: variant.into(),
+                    variant,
                     status: v["status"].as_str().unwrap_or("failed").into(),
                     cause: v["cause"].as_str().map(String::from),
                     metric: m[METRIC].as_f64(),
@@ -220,11 +230,11 @@ fn record_run(
         }
         Err(e) => {
             let cause = format!("{e:#}");
-            let run_id = store.add_failed_run(at, "ds2", &cause)?;
+            let run_id = store.add_failed_run(at, workload, &cause)?;
             let row = RunRow {
                 run_id,
                 block,
-                variant: variant.into(),
+                variant,
                 status: "failed".into(),
                 cause: Some(cause),
                 metric: None,
