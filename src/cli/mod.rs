@@ -42,7 +42,9 @@ enum Command {
 /// Which database, which workload, which data.
 #[derive(Args)]
 struct DbArgs {
-    /// Where to run: sqlite:PATH (PATH is the pristine database file).
+    /// Where to run: sqlite:PATH (the pristine database file), postgres://USER@HOST[:PORT]/DB (DB is the
+    /// pristine database; runs use copies; needs CREATEDB), or managed-postgres[:VERSION] (a private
+    /// instance dbvs starts and stops).
     #[arg(long, value_name = "TARGET")]
     target: String,
     /// The workload.
@@ -63,17 +65,47 @@ struct DbArgs {
     /// SQLCipher setting applied after the key, e.g. cipher_page_size=4096, kdf_iter=1, cipher_use_hmac=OFF (repeatable).
     #[arg(long, value_name = "NAME=VALUE", requires = "key_file")]
     cipher_pragma: Vec<sqlite::CipherPragma>,
+    /// File holding the server password (mode 0600); otherwise PGPASSWORD is used. Never put it in the URL.
+    #[arg(long, value_name = "FILE")]
+    password_file: Option<PathBuf>,
+    /// Data directory of a managed server [default: ~/.local/share/dbvs/managed/<engine>-<version>].
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// Setting for a managed server, e.g. shared_buffers=256MB (repeatable).
+    #[arg(long, value_name = "NAME=VALUE", value_parser = parse_server_setting)]
+    server_setting: Vec<(String, String)>,
     #[command(flatten)]
     ds2: workloads::ds2::Mix,
+}
+
+fn parse_server_setting(s: &str) -> Result<(String, String), String> {
+    targets::managed_pg::parse_setting(s).map_err(|e| e.to_string())
 }
 
 impl DbArgs {
     fn open(&self) -> Result<(Box<dyn targets::Target>, Box<dyn Workload>)> {
         let key = self.key_file.as_deref().map(|f| sqlite::Key::from_file(f, self.key_kind)).transpose()?;
-        let target = targets::parse(&self.target, key, self.cipher_pragma.clone())?;
         let workload = workloads::by_name(
             &self.workload,
             &WorkloadArgs { size: self.size.clone(), seed: self.seed, ds2: self.ds2.clone() },
+        )?;
+        let password = match &self.password_file {
+            Some(f) => Some(sqlite::read_secret_file(f)?),
+            None => None,
+        };
+        let id = workload.build_identity();
+        let default_db = format!("{}_{}_s{}", self.workload, id["size"].to_ascii_lowercase(), self.seed);
+        let target = targets::parse(
+            &self.target,
+            targets::TargetOptions {
+                key,
+                cipher_pragmas: self.cipher_pragma.clone(),
+                password,
+                data_dir: self.data_dir.clone(),
+                server_settings: self.server_setting.clone(),
+                server_env: vec![],
+                default_db,
+            },
         )?;
         Ok((target, workload))
     }

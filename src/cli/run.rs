@@ -37,9 +37,10 @@ pub struct RunArgs {
     /// Write the run record (parameters, environment, metrics, checks) as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
-    /// Keep the run's database at FILE afterwards instead of deleting it (for inspection).
-    #[arg(long, value_name = "FILE")]
-    keep_db: Option<PathBuf>,
+    /// Keep the run's database afterwards instead of deleting it, for inspection: a file
+    /// path for SQLite, a database name on a server.
+    #[arg(long, value_name = "NAME")]
+    keep_db: Option<String>,
     /// Do not record the run in the results store.
     #[arg(long)]
     no_store: bool,
@@ -123,7 +124,7 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
     }
     if let Some(dest) = &args.keep_db {
         copy.keep(dest)?;
-        eprintln!("run database kept at {}", dest.display());
+        eprintln!("run database kept as {dest}");
     }
     Ok(match &record.status {
         RunStatus::Completed if record.checks.iter().all(|c| c.ok) => ExitCode::SUCCESS,

@@ -29,16 +29,17 @@ pub struct Store {
     pub path: PathBuf,
 }
 
-/// Where the store lives: `$DBVS_RESULTS`, else `$XDG_DATA_HOME/dbvs/results.db`, else
-/// `~/.local/share/dbvs/results.db`.
-pub fn default_path() -> PathBuf {
-    if let Some(p) = std::env::var_os("DBVS_RESULTS") {
-        return p.into();
-    }
+/// dbvs's data directory: `$XDG_DATA_HOME/dbvs`, else `~/.local/share/dbvs`.
+pub fn data_home() -> PathBuf {
     let base = std::env::var_os("XDG_DATA_HOME").map(PathBuf::from).unwrap_or_else(|| {
         PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into())).join(".local/share")
     });
-    base.join("dbvs/results.db")
+    base.join("dbvs")
+}
+
+/// Where the store lives: `$DBVS_RESULTS`, else `results.db` in [`data_home`].
+pub fn default_path() -> PathBuf {
+    std::env::var_os("DBVS_RESULTS").map_or_else(|| data_home().join("results.db"), PathBuf::from)
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -5,16 +5,19 @@
 //! each run a *fresh copy* that is thrown away afterwards. Builds go into a staging database
 //! that only becomes the pristine once complete, so an interrupted build never looks done.
 
+pub mod managed_pg;
+pub mod postgres;
 pub mod sqlite;
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::PathBuf;
 
 /// An open connection to an engine. Workloads match on it to pick their dialect module.
 pub enum Connection {
     Sqlite(sqlite::SqliteConnection),
+    Postgres(::postgres::Client),
 }
 
 /// What a report says about the target.
@@ -53,21 +56,62 @@ pub trait StagedBuild: Database {
 }
 
 pub trait RunCopy: Database {
-    /// Keeps the run's database at `dest` (for inspection) instead of deleting it.
-    fn keep(self: Box<Self>, dest: &Path) -> Result<()>;
+    /// Keeps the run's database as `dest` (a file path for SQLite, a database name on a
+    /// server) instead of deleting it, for inspection.
+    fn keep(self: Box<Self>, dest: &str) -> Result<()>;
 }
 
-/// Parses a `--target` value.
-pub fn parse(
-    spec: &str,
-    key: Option<sqlite::Key>,
-    cipher_pragmas: Vec<sqlite::CipherPragma>,
-) -> Result<Box<dyn Target>> {
+/// Everything besides the `--target` string that decides how to reach a target.
+#[derive(Default)]
+pub struct TargetOptions {
+    pub key: Option<sqlite::Key>,
+    pub cipher_pragmas: Vec<sqlite::CipherPragma>,
+    /// Server password (from `PGPASSWORD` or a password file; never argv).
+    pub password: Option<String>,
+    /// Data directory of a managed server.
+    pub data_dir: Option<PathBuf>,
+    pub server_settings: Vec<(String, String)>,
+    /// Environment for a managed server's process (AES-NI masking).
+    pub server_env: Vec<(String, String)>,
+    /// Database name on managed servers, derived from the workload's build identity.
+    pub default_db: String,
+}
+
+const TARGET_HINT: &str = "expected sqlite:PATH, postgres://USER@HOST[:PORT]/DB or managed-postgres[:VERSION]";
+
+/// Parses a `--target` value. A managed server is started here and stops when the target
+/// (and every database handed out by it) is dropped.
+pub fn parse(spec: &str, opts: TargetOptions) -> Result<Box<dyn Target>> {
+    if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
+        let password = opts.password.or_else(|| std::env::var("PGPASSWORD").ok());
+        let info = postgres::PgConnInfo::parse(spec, password)?;
+        return Ok(Box::new(postgres::PgTarget::new(info, spec.to_string(), None)));
+    }
+    if let Some(rest) = spec.strip_prefix("managed-postgres") {
+        let version = match rest.strip_prefix(':') {
+            Some(v) => Some(v),
+            None if rest.is_empty() => None,
+            None => bail!("invalid target '{spec}': {TARGET_HINT}"),
+        };
+        let data = opts.data_dir.unwrap_or_else(|| {
+            crate::store::data_home().join(format!("managed/postgres-{}", version.unwrap_or("default")))
+        });
+        let server = managed_pg::ManagedPg::start(version, &data, &opts.server_settings, &opts.server_env)?;
+        let info = postgres::PgConnInfo {
+            host: "127.0.0.1".into(),
+            port: server.port,
+            user: managed_pg::SUPERUSER.into(),
+            password: None,
+            dbname: opts.default_db,
+        };
+        let location = format!("managed PostgreSQL {} in {}", server.version, server.data_dir().display());
+        return Ok(Box::new(postgres::PgTarget::new(info, location, Some(std::sync::Arc::new(server)))));
+    }
     match spec.split_once(':') {
         Some(("sqlite", path)) if !path.is_empty() => {
-            Ok(Box::new(sqlite::SqliteTarget::new(path.into(), key, cipher_pragmas)))
+            Ok(Box::new(sqlite::SqliteTarget::new(path.into(), opts.key, opts.cipher_pragmas)))
         }
-        _ => bail!("invalid target '{spec}': expected sqlite:PATH, for example sqlite:/var/tmp/ds2.db"),
+        _ => bail!("invalid target '{spec}': {TARGET_HINT}"),
     }
 }
 
@@ -81,6 +125,13 @@ pub fn write_meta(conn: &mut Connection, meta: &BuildMeta) -> Result<()> {
             let mut st = c.prepare(&format!("INSERT INTO {META_TABLE} (key, value) VALUES (?1, ?2)"))?;
             for (k, v) in meta {
                 st.execute((k, v))?;
+            }
+        }
+        Connection::Postgres(c) => {
+            c.batch_execute(&format!("CREATE TABLE {META_TABLE} (key TEXT PRIMARY KEY, value TEXT NOT NULL)"))?;
+            let st = c.prepare(&format!("INSERT INTO {META_TABLE} (key, value) VALUES ($1, $2)"))?;
+            for (k, v) in meta {
+                c.execute(&st, &[k, v])?;
             }
         }
     }
@@ -103,6 +154,14 @@ pub fn read_meta(conn: &mut Connection) -> Result<Option<BuildMeta>> {
             let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
             Ok(Some(rows.collect::<rusqlite::Result<_>>().context("reading build metadata")?))
         }
+        Connection::Postgres(c) => {
+            let exists = c.query_opt("SELECT 1 FROM pg_tables WHERE tablename = $1", &[&META_TABLE])?.is_some();
+            if !exists {
+                return Ok(None);
+            }
+            let rows = c.query(&format!("SELECT key, value FROM {META_TABLE}"), &[])?;
+            Ok(Some(rows.iter().map(|r| (r.get(0), r.get(1))).collect()))
+        }
     }
 }
 
@@ -112,9 +171,9 @@ mod tests {
 
     #[test]
     fn parses_sqlite_targets_and_rejects_the_rest() {
-        assert_eq!(parse("sqlite:/tmp/x.db", None, vec![]).unwrap().info().location, "/tmp/x.db");
-        for bad in ["sqlite:", "x.db", "mongo://h/db", ""] {
-            let e = parse(bad, None, vec![]).err().unwrap().to_string();
+        assert_eq!(parse("sqlite:/tmp/x.db", TargetOptions::default()).unwrap().info().location, "/tmp/x.db");
+        for bad in ["sqlite:", "x.db", "mongo://h/db", "", "managed-postgresql"] {
+            let e = parse(bad, TargetOptions::default()).err().unwrap().to_string();
             assert!(e.contains("expected sqlite:PATH"), "{e}");
         }
     }

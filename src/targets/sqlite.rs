@@ -27,6 +27,22 @@ pub enum KeyKind {
     Passphrase,
 }
 
+/// Reads a secret (key or password) from a file that only its owner may access; the
+/// trailing newline is dropped.
+pub fn read_secret_file(path: &Path) -> Result<String> {
+    let meta = std::fs::metadata(path).with_context(|| format!("cannot read key file {}", path.display()))?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        bail!(
+            "key file {} is accessible by other users (mode {mode:04o}); run: chmod 600 {}",
+            path.display(),
+            path.display()
+        );
+    }
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read key file {}", path.display()))?;
+    Ok(text.trim_end_matches(['\n', '\r']).to_string())
+}
+
 /// A SQLCipher key. Never printed.
 #[derive(Clone)]
 pub enum Key {
@@ -37,20 +53,11 @@ pub enum Key {
 impl Key {
     /// Reads a key file. The file must not be accessible by other users.
     pub fn from_file(path: &Path, kind: KeyKind) -> Result<Self> {
-        let meta = std::fs::metadata(path).with_context(|| format!("cannot read key file {}", path.display()))?;
-        let mode = meta.permissions().mode() & 0o777;
-        if mode & 0o077 != 0 {
-            bail!(
-                "key file {} is accessible by other users (mode {mode:04o}); run: chmod 600 {}",
-                path.display(),
-                path.display()
-            );
-        }
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read key file {}", path.display()))?;
+        let text = read_secret_file(path)?;
         match kind {
-            KeyKind::Raw => Self::from_hex(text.trim()).with_context(|| format!("bad key file {}", path.display())),
-            KeyKind::Passphrase if text.trim().is_empty() => bail!("key file {} is empty", path.display()),
-            KeyKind::Passphrase => Ok(Self::Passphrase(text.trim_end_matches(['\n', '\r']).to_string())),
+            KeyKind::Raw => Self::from_hex(&text).with_context(|| format!("bad key file {}", path.display())),
+            KeyKind::Passphrase if text.is_empty() => bail!("key file {} is empty", path.display()),
+            KeyKind::Passphrase => Ok(Self::Passphrase(text)),
         }
     }
 
@@ -341,13 +348,12 @@ impl Database for Copied {
 }
 
 impl RunCopy for Copied {
-    fn keep(self: Box<Self>, dest: &Path) -> Result<()> {
+    fn keep(self: Box<Self>, dest: &str) -> Result<()> {
         {
             let c = self.0.open()?;
             c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
         }
-        std::fs::rename(&self.0.path, dest)
-            .with_context(|| format!("cannot keep the run database as {}", dest.display()))?;
+        std::fs::rename(&self.0.path, dest).with_context(|| format!("cannot keep the run database as {dest}"))?;
         Ok(())
     }
 }

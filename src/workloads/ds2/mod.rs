@@ -19,6 +19,7 @@ mod build;
 mod data;
 mod log;
 mod order;
+mod postgres;
 mod size;
 mod sqlite;
 mod words;
@@ -99,7 +100,7 @@ impl Initial {
 }
 
 /// What the post-run checks read from the database.
-pub(crate) struct Observed {
+pub struct Observed {
     customers: i64,
     orders: i64,
     orderlines: i64,
@@ -109,6 +110,31 @@ pub(crate) struct Observed {
     min_stock: i64,
     sales: i64,
     quantity_sold: i64,
+}
+
+/// Portable SQL (every engine) for stock levels, for the rollback prediction.
+const STOCK_LEVELS_SQL: &str =
+    "SELECT CAST(prod_id AS BIGINT), CAST(quan_in_stock AS BIGINT) FROM inventory ORDER BY prod_id";
+
+impl Observed {
+    /// Runs the check queries (portable SQL, every result a BIGINT) through `one`.
+    fn read(mut one: impl FnMut(&str) -> Result<i64>) -> Result<Self> {
+        Ok(Self {
+            customers: one("SELECT count(*) FROM customers")?,
+            orders: one("SELECT count(*) FROM orders")?,
+            orderlines: one("SELECT count(*) FROM orderlines")?,
+            cust_hist: one("SELECT count(*) FROM cust_hist")?,
+            orders_without_lines: one(
+                "SELECT count(*) FROM orders o WHERE NOT EXISTS (SELECT 1 FROM orderlines l WHERE l.orderid = o.orderid)",
+            )?,
+            lines_without_order: one(
+                "SELECT count(*) FROM orderlines l WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.orderid = l.orderid)",
+            )?,
+            min_stock: one("SELECT CAST(coalesce(min(quan_in_stock), 0) AS BIGINT) FROM inventory")?,
+            sales: one("SELECT CAST(coalesce(sum(sales), 0) AS BIGINT) FROM inventory")?,
+            quantity_sold: one("SELECT CAST(coalesce(sum(quantity), 0) AS BIGINT) FROM orderlines")?,
+        })
+    }
 }
 
 impl Workload for Ds2 {
@@ -136,6 +162,7 @@ impl Workload for Ds2 {
             Connection::Sqlite(c) => {
                 build::run(&mut sqlite::Loader::new(c), self.size, self.seed, progress, &mut meta)?
             }
+            Connection::Postgres(c) => build::run(&mut postgres::Loader(c), self.size, self.seed, progress, &mut meta)?,
         };
         meta.insert("dbvs_version".into(), env!("CARGO_PKG_VERSION").into());
         crate::targets::write_meta(&mut conn, &meta)?;
@@ -149,13 +176,26 @@ impl Workload for Ds2 {
             Connection::Sqlite(c) => {
                 Box::new(order::OrderWorker::new(sqlite::Session::new(c), rng, self.size, self.mix.clone()))
             }
+            Connection::Postgres(c) => {
+                Box::new(order::OrderWorker::new(postgres::Session::new(c)?, rng, self.size, self.mix.clone()))
+            }
         })
     }
 
     fn check(&self, db: &dyn Database, meta: &BuildMeta, done: &FromStart) -> Result<Vec<Check>> {
         let init = Initial::from_meta(meta)?;
-        let (seen, stocks) = match db.connect()? {
-            Connection::Sqlite(c) => (sqlite::observe(&c)?, sqlite::stock_levels(&c)?),
+        let (seen, stocks): (Observed, Vec<(i64, i64)>) = match db.connect()? {
+            Connection::Sqlite(c) => {
+                let seen = Observed::read(|sql| Ok(c.query_row(sql, [], |r| r.get(0))?))?;
+                let mut st = c.prepare(STOCK_LEVELS_SQL)?;
+                let stocks = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
+                (seen, stocks)
+            }
+            Connection::Postgres(mut c) => {
+                let seen = Observed::read(|sql| Ok(c.query_one(sql, &[])?.get(0)))?;
+                let stocks = c.query(STOCK_LEVELS_SQL, &[])?.iter().map(|r| (r.get(0), r.get(1))).collect();
+                (seen, stocks)
+            }
         };
         let mut all = checks(&init, &seen, done);
         all.push(rollback_check(predicted_rollback_rate(&stocks, self.mix.n_line_items), done));

@@ -5,7 +5,7 @@
 
 use super::build::{Batch, Loader as LoaderTrait};
 use super::order::{Browse, Cart, Session as SessionTrait};
-use super::{data::Customer, Observed, RESTOCK_FLOOR};
+use super::{data::Customer, RESTOCK_FLOOR};
 use crate::driver::{Outcome, UnitRecorder};
 use crate::targets::sqlite::{is_busy, take_lock_waits, SqliteConnection};
 use anyhow::{bail, Result};
@@ -295,33 +295,6 @@ impl SessionTrait for Session {
     fn take_lock_waits(&mut self) -> u64 {
         take_lock_waits()
     }
-}
-
-/// Reads what the post-run checks compare.
-pub fn observe(c: &Connection) -> Result<Observed> {
-    let one = |sql: &str| -> Result<i64> { Ok(c.query_row(sql, [], |r| r.get(0))?) };
-    Ok(Observed {
-        customers: one("SELECT count(*) FROM customers")?,
-        orders: one("SELECT count(*) FROM orders")?,
-        orderlines: one("SELECT count(*) FROM orderlines")?,
-        cust_hist: one("SELECT count(*) FROM cust_hist")?,
-        orders_without_lines: one(
-            "SELECT count(*) FROM orders o WHERE NOT EXISTS (SELECT 1 FROM orderlines l WHERE l.orderid = o.orderid)",
-        )?,
-        lines_without_order: one(
-            "SELECT count(*) FROM orderlines l WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.orderid = l.orderid)",
-        )?,
-        min_stock: one("SELECT coalesce(min(quan_in_stock), 0) FROM inventory")?,
-        sales: one("SELECT coalesce(sum(sales), 0) FROM inventory")?,
-        quantity_sold: one("SELECT coalesce(sum(quantity), 0) FROM orderlines")?,
-    })
-}
-
-/// (product, stock) for every product.
-pub fn stock_levels(c: &Connection) -> Result<Vec<(i64, i64)>> {
-    let mut st = c.prepare("SELECT prod_id, quan_in_stock FROM inventory ORDER BY prod_id")?;
-    let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
 #[cfg(test)]

@@ -1,0 +1,164 @@
+//! A private PostgreSQL instance that dbvs owns: initdb on a data directory, a free loopback
+//! port, and `pg_ctl stop` when the last user of it goes away (on every exit path, since
+//! it is a Drop). As root, the server runs as the `postgres` system user, because
+//! PostgreSQL refuses to run as root.
+
+use anyhow::{bail, Context, Result};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The system user a root-run dbvs starts PostgreSQL as.
+const SERVER_USER: &str = "postgres";
+/// The superuser initdb creates; trust authentication, loopback only.
+pub const SUPERUSER: &str = "dbvs";
+
+pub struct ManagedPg {
+    bin: PathBuf,
+    data: PathBuf,
+    pub port: u16,
+    pub version: String,
+    run_as: Option<(u32, u32)>,
+}
+
+/// A server setting (`name=value`) passed to postgres on start.
+pub fn parse_setting(s: &str) -> Result<(String, String)> {
+    let (k, v) = s.split_once('=').context("expected NAME=VALUE, e.g. shared_buffers=256MB")?;
+    let ok = |x: &str| !x.is_empty() && x.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if !ok(k) || !ok(v) {
+        bail!("server setting '{s}' must be NAME=VALUE with letters, digits, '.', '_' or '-'");
+    }
+    Ok((k.into(), v.into()))
+}
+
+fn find_bin(version: Option<&str>) -> Result<(PathBuf, String)> {
+    let missing = "PostgreSQL server binaries not found: install them with 'apt-get install postgresql'";
+    let mut versions: Vec<u32> = std::fs::read_dir("/usr/lib/postgresql")
+        .map_err(|_| anyhow::anyhow!(missing))?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|v| Path::new(&format!("/usr/lib/postgresql/{v}/bin/initdb")).is_file())
+        .collect();
+    versions.sort_unstable();
+    let v = match version {
+        Some(want) => {
+            let want: u32 = want.parse().with_context(|| format!("'{want}' is not a PostgreSQL major version"))?;
+            if !versions.contains(&want) {
+                bail!("PostgreSQL {want} is not installed (found {versions:?}); apt-get install postgresql-{want}");
+            }
+            want
+        }
+        None => *versions.last().context(missing)?,
+    };
+    Ok((PathBuf::from(format!("/usr/lib/postgresql/{v}/bin")), v.to_string()))
+}
+
+/// uid and gid to run the server as, when we are root.
+fn server_user() -> Result<Option<(u32, u32)>> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Ok(None);
+    }
+    let name = std::ffi::CString::new(SERVER_USER).expect("no NUL");
+    // SAFETY: getpwnam returns a pointer into static storage or null; we copy out at once.
+    let pw = unsafe { libc::getpwnam(name.as_ptr()) };
+    if pw.is_null() {
+        bail!("running as root, dbvs starts PostgreSQL as the '{SERVER_USER}' user, which does not exist: apt-get install postgresql");
+    }
+    // SAFETY: pw is non-null and points at a valid passwd record.
+    Ok(Some(unsafe { ((*pw).pw_uid, (*pw).pw_gid) }))
+}
+
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+impl ManagedPg {
+    fn command(&self, tool: &str) -> Command {
+        let mut c = Command::new(self.bin.join(tool));
+        if let Some((uid, gid)) = self.run_as {
+            c.uid(uid).gid(gid);
+        }
+        c.stdin(Stdio::null());
+        c
+    }
+
+    fn log(&self) -> PathBuf {
+        self.data.join("dbvs-server.log")
+    }
+
+    /// The last lines of the server log, for errors.
+    pub fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(self.log()).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(3)..].join(" / ")
+    }
+
+    /// Creates the data directory if needed and starts the server.
+    pub fn start(
+        version: Option<&str>,
+        data: &Path,
+        settings: &[(String, String)],
+        env: &[(String, String)],
+    ) -> Result<Self> {
+        let (bin, version) = find_bin(version)?;
+        let run_as = server_user()?;
+        std::fs::create_dir_all(data).with_context(|| format!("cannot create data directory {}", data.display()))?;
+        let data = data.canonicalize()?;
+        if let Some((uid, gid)) = run_as {
+            std::os::unix::fs::chown(&data, Some(uid), Some(gid))?;
+        }
+        let pg = Self { bin, data, port: free_port()?, version, run_as };
+        if !pg.data.join("PG_VERSION").exists() {
+            let out = pg
+                .command("initdb")
+                .arg("-D")
+                .arg(&pg.data)
+                .args(["-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--no-locale"])
+                .output()?;
+            if !out.status.success() {
+                bail!("initdb failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+            }
+        }
+        let mut opts = format!("-p {} -c listen_addresses=127.0.0.1 -k {}", pg.port, pg.data.display());
+        for (k, v) in settings {
+            opts += &format!(" -c {k}={v}");
+        }
+        let started = pg
+            .command("pg_ctl")
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .args(["start", "-w", "-t", "60", "-D"])
+            .arg(&pg.data)
+            .arg("-l")
+            .arg(pg.log())
+            .args(["-o", &opts])
+            .output()?;
+        if !started.status.success() {
+            let tail = pg.log_tail();
+            bail!("PostgreSQL did not start (port {} busy, or a bad setting?): {tail}", pg.port);
+        }
+        Ok(pg)
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.data
+    }
+}
+
+impl Drop for ManagedPg {
+    fn drop(&mut self) {
+        let _ = self.command("pg_ctl").args(["stop", "-m", "fast", "-w", "-D"]).arg(&self.data).output();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_are_plain_words() {
+        assert_eq!(parse_setting("shared_buffers=256MB").unwrap(), ("shared_buffers".into(), "256MB".into()));
+        assert!(parse_setting("fsync").is_err());
+        assert!(parse_setting("a=b c").is_err());
+        assert!(parse_setting("a=$(reboot)").is_err());
+    }
+}

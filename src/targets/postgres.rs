@@ -1,0 +1,254 @@
+//! PostgreSQL, on a server the user points at (`postgres://user@host:port/db`) or on a
+//! private instance dbvs starts ([`super::managed_pg`]).
+//!
+//! The database named in the URL is the pristine one; each run gets
+//! `CREATE DATABASE <db>_run_<pid> TEMPLATE <db>`, dropped afterwards. Builds go into
+//! `<db>_building_<pid>` and are renamed when complete. The user needs CREATEDB.
+
+use super::{BuildMeta, Connection, Database, RunCopy, StagedBuild, Target, TargetInfo};
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Where and as whom to connect. The password never comes from the command line.
+#[derive(Clone)]
+pub struct PgConnInfo {
+    pub host: String,
+    pub port: u16,
+    pub user: String,
+    pub password: Option<String>,
+    pub dbname: String,
+}
+
+impl std::fmt::Debug for PgConnInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "postgres://{}@{}:{}/{}", self.user, self.host, self.port, self.dbname)
+    }
+}
+
+impl PgConnInfo {
+    /// Parses `postgres://user@host[:port]/db`; a password in the URL is refused because
+    /// command lines are visible to every user of the machine.
+    pub fn parse(url: &str, password: Option<String>) -> Result<Self> {
+        let hint = "expected postgres://USER@HOST[:PORT]/DATABASE";
+        let rest = url.strip_prefix("postgres://").or_else(|| url.strip_prefix("postgresql://")).context(hint)?;
+        let (auth, rest) = rest.split_once('@').with_context(|| format!("invalid target '{url}': no USER@; {hint}"))?;
+        if auth.contains(':') {
+            bail!("do not put the password in the target URL (it shows in process listings); set PGPASSWORD or use --password-file");
+        }
+        let (hostport, db) =
+            rest.split_once('/').with_context(|| format!("invalid target '{url}': no /DATABASE; {hint}"))?;
+        let (host, port) = match hostport.rsplit_once(':') {
+            Some((h, p)) => (h, p.parse().with_context(|| format!("invalid port '{p}' in '{url}'"))?),
+            None => (hostport, 5432),
+        };
+        if auth.is_empty() || host.is_empty() || !valid_identifier(db) {
+            bail!("invalid target '{url}': {hint}, with a database name of letters, digits and _");
+        }
+        Ok(Self { host: host.into(), port, user: auth.into(), password, dbname: db.into() })
+    }
+
+    fn config(&self, dbname: &str) -> postgres::Config {
+        let mut c = postgres::Config::new();
+        c.host(&self.host).port(self.port).user(&self.user).dbname(dbname).application_name("dbvs");
+        c.connect_timeout(std::time::Duration::from_secs(10));
+        if let Some(p) = &self.password {
+            c.password(p);
+        }
+        c
+    }
+
+    /// Runs statements one at a time on the maintenance database (CREATE/DROP DATABASE
+    /// cannot share an implicit transaction).
+    fn admin(&self, statements: &[String]) -> Result<()> {
+        let mut c = self.connect("postgres")?;
+        for s in statements {
+            c.batch_execute(s)?;
+        }
+        Ok(())
+    }
+
+    pub fn connect(&self, dbname: &str) -> Result<postgres::Client> {
+        self.config(dbname).connect(postgres::NoTls).map_err(|e| {
+            let why = e.as_db_error().map_or_else(|| format!("{e:#}"), |d| d.message().to_string());
+            anyhow::anyhow!(
+                "cannot connect to PostgreSQL at {}:{} as {} (database {dbname}): {why}; check the server is running, the user, and PGPASSWORD",
+                self.host,
+                self.port,
+                self.user
+            )
+        })
+    }
+}
+
+fn valid_identifier(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 40 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// Keeps a managed server alive for as long as any database of the target is in use.
+pub type Keepalive = Option<Arc<dyn Send + Sync>>;
+
+pub struct PgTarget {
+    info: PgConnInfo,
+    location: String,
+    server: Keepalive,
+}
+
+impl PgTarget {
+    pub fn new(info: PgConnInfo, location: String, server: Keepalive) -> Self {
+        Self { info, location, server }
+    }
+
+    fn db(&self, name: String) -> PgDb {
+        PgDb { info: self.info.clone(), name, _server: self.server.clone() }
+    }
+
+    fn exists(&self, name: &str) -> Result<bool> {
+        Ok(self
+            .info
+            .connect("postgres")?
+            .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&name])?
+            .is_some())
+    }
+}
+
+impl Target for PgTarget {
+    fn info(&self) -> TargetInfo {
+        TargetInfo { engine: "postgresql", location: self.location.clone(), encrypted: false }
+    }
+
+    fn versions(&self) -> Result<BTreeMap<String, String>> {
+        let v: String = self.info.connect("postgres")?.query_one("SHOW server_version", &[])?.get(0);
+        Ok(BTreeMap::from([("postgresql".to_string(), v)]))
+    }
+
+    fn pristine(&self) -> Result<Option<BuildMeta>> {
+        if !self.exists(&self.info.dbname)? {
+            return Ok(None);
+        }
+        let mut conn = self.db(self.info.dbname.clone()).connect()?;
+        match super::read_meta(&mut conn)? {
+            Some(meta) => Ok(Some(meta)),
+            None => bail!(
+                "database {} exists but was not built by dbvs; drop it or name another database in the target URL",
+                self.info.dbname
+            ),
+        }
+    }
+
+    fn stage_build(&self) -> Result<Box<dyn StagedBuild>> {
+        let name = format!("{}_building_{}", self.info.dbname, std::process::id());
+        self.info
+            .admin(&[format!("DROP DATABASE IF EXISTS {name}"), format!("CREATE DATABASE {name}")])
+            .with_context(|| format!("cannot create database {name}; does {} have CREATEDB?", self.info.user))?;
+        Ok(Box::new(Staged { db: self.db(name), dest: self.info.dbname.clone() }))
+    }
+
+    fn fresh_copy(&self) -> Result<Box<dyn RunCopy>> {
+        let name = format!("{}_run_{}", self.info.dbname, std::process::id());
+        let copy = Copied(self.db(name.clone()));
+        self.info
+            .admin(&[
+                format!("DROP DATABASE IF EXISTS {name}"),
+                format!("CREATE DATABASE {name} TEMPLATE {}", self.info.dbname),
+            ])
+            .with_context(|| {
+                format!("cannot copy database {} for the run (is someone connected to it?)", self.info.dbname)
+            })?;
+        Ok(Box::new(copy))
+    }
+}
+
+struct PgDb {
+    info: PgConnInfo,
+    name: String,
+    _server: Keepalive,
+}
+
+impl PgDb {
+    fn drop_database(&self) -> Result<()> {
+        self.info.admin(&[format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name)])
+    }
+}
+
+impl Database for PgDb {
+    fn connect(&self) -> Result<Connection> {
+        Ok(Connection::Postgres(self.info.connect(&self.name)?))
+    }
+}
+
+struct Staged {
+    db: PgDb,
+    dest: String,
+}
+
+impl Database for Staged {
+    fn connect(&self) -> Result<Connection> {
+        self.db.connect()
+    }
+}
+
+impl StagedBuild for Staged {
+    fn publish(self: Box<Self>) -> Result<()> {
+        let (from, to) = (&self.db.name, &self.dest);
+        self.db
+            .info
+            .admin(&[
+                format!("DROP DATABASE IF EXISTS {to} WITH (FORCE)"),
+                format!("ALTER DATABASE {from} RENAME TO {to}"),
+            ])
+            .with_context(|| format!("cannot rename {from} to {to}"))?;
+        Ok(())
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        // After a publish the staging name no longer exists, so this is a no-op then.
+        let _ = self.db.drop_database();
+    }
+}
+
+struct Copied(PgDb);
+
+impl Database for Copied {
+    fn connect(&self) -> Result<Connection> {
+        self.0.connect()
+    }
+}
+
+impl RunCopy for Copied {
+    fn keep(self: Box<Self>, dest: &str) -> Result<()> {
+        if !valid_identifier(dest) {
+            bail!("--keep-db for PostgreSQL takes a database name (letters, digits, _), got '{dest}'");
+        }
+        self.0.info.admin(&[
+            format!("DROP DATABASE IF EXISTS {dest} WITH (FORCE)"),
+            format!("ALTER DATABASE {} RENAME TO {dest}", self.0.name),
+        ])
+    }
+}
+
+impl Drop for Copied {
+    fn drop(&mut self) {
+        let _ = self.0.drop_database();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse_and_passwords_stay_out_of_them() {
+        let c = PgConnInfo::parse("postgres://bench@db1:6543/ds2", Some("s3cret".into())).unwrap();
+        assert_eq!((c.host.as_str(), c.port, c.user.as_str(), c.dbname.as_str()), ("db1", 6543, "bench", "ds2"));
+        assert_eq!(format!("{c:?}"), "postgres://bench@db1:6543/ds2");
+        assert_eq!(PgConnInfo::parse("postgresql://u@h/d", None).unwrap().port, 5432);
+        let e = PgConnInfo::parse("postgres://u:pw@h/d", None).unwrap_err().to_string();
+        assert!(e.contains("PGPASSWORD"), "{e}");
+        for bad in ["postgres://h/d", "postgres://u@h", "postgres://u@h:x/d", "postgres://u@h/d;drop"] {
+            assert!(PgConnInfo::parse(bad, None).is_err(), "{bad}");
+        }
+    }
+}
