@@ -439,7 +439,7 @@ mod tests {
         let staged = t.stage_build().unwrap();
         {
             let mut conn = staged.connect().unwrap();
-            let Connection::Sqlite(c) = &conn;
+            let Connection::Sqlite(c) = &conn else { unreachable!("a SQLite target gives SQLite connections") };
             c.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES ('canary-plaintext-marker');").unwrap();
             super::super::write_meta(&mut conn, &BTreeMap::new()).unwrap();
         }
