@@ -68,7 +68,8 @@ struct DbArgs {
     /// File holding the server password (mode 0600); otherwise PGPASSWORD is used. Never put it in the URL.
     #[arg(long, value_name = "FILE")]
     password_file: Option<PathBuf>,
-    /// Data directory of a managed server [default: ~/.local/share/dbvs/managed/<engine>-<version>].
+    /// Data directory of a managed server [default: /var/lib/dbvs/managed/<engine>-<version> as root, else
+    /// ~/.local/share/dbvs/managed/<engine>-<version>].
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
     /// Setting for a managed server, e.g. shared_buffers=256MB (repeatable).

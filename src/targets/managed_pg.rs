@@ -68,6 +68,16 @@ fn server_user() -> Result<Option<(u32, u32)>> {
     Ok(Some(unsafe { ((*pw).pw_uid, (*pw).pw_gid) }))
 }
 
+/// Where a managed instance lives unless `--data-dir` says otherwise. As root the server
+/// runs as `postgres`, which cannot enter root's home, so the data goes under /var/lib.
+pub fn default_data_dir(version: Option<&str>) -> Result<PathBuf> {
+    let name = format!("postgres-{}", version.unwrap_or("default"));
+    Ok(match server_user()? {
+        Some(_) => PathBuf::from("/var/lib/dbvs/managed").join(name),
+        None => crate::store::data_home().join("managed").join(name),
+    })
+}
+
 fn free_port() -> Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
@@ -116,7 +126,11 @@ impl ManagedPg {
                 .args(["-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--no-locale"])
                 .output()?;
             if !out.status.success() {
-                bail!("initdb failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+                bail!(
+                    "initdb failed (the '{SERVER_USER}' user must be able to reach {}): {}",
+                    pg.data.display(),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
             }
         }
         let mut opts = format!("-p {} -c listen_addresses=127.0.0.1 -k {}", pg.port, pg.data.display());

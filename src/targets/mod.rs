@@ -93,9 +93,10 @@ pub fn parse(spec: &str, opts: TargetOptions) -> Result<Box<dyn Target>> {
             None if rest.is_empty() => None,
             None => bail!("invalid target '{spec}': {TARGET_HINT}"),
         };
-        let data = opts.data_dir.unwrap_or_else(|| {
-            crate::store::data_home().join(format!("managed/postgres-{}", version.unwrap_or("default")))
-        });
+        let data = match opts.data_dir {
+            Some(d) => d,
+            None => managed_pg::default_data_dir(version)?,
+        };
         let server = managed_pg::ManagedPg::start(version, &data, &opts.server_settings, &opts.server_env)?;
         let info = postgres::PgConnInfo {
             host: "127.0.0.1".into(),
