@@ -128,3 +128,47 @@ fn server_target_errors_are_one_clear_line() {
     check(&["run", "--target", "managed-postgres:99"], "PostgreSQL 99 is not installed");
     check(&["run", "--target", "managed-postgres", "--server-setting", "a=b c"], "--server-setting");
 }
+
+#[test]
+fn tpcb_on_postgres_and_sqlite_keeps_balances_consistent() {
+    let dir = reachable_tempdir();
+    let server = ManagedPg::start(None, &dir.path().join("pg"), &[], &[]).unwrap();
+    let url = format!("postgres://dbvs@127.0.0.1:{}/tpcbtest", server.port);
+    let sqlite = format!("sqlite:{}", dir.path().join("tpcb.db").display());
+    for target in [url.as_str(), sqlite.as_str()] {
+        let json = dir.path().join("t.json");
+        ok(&[
+            "run",
+            "--target",
+            target,
+            "--workload",
+            "tpcb",
+            "--size",
+            "1",
+            "--threads",
+            "2",
+            "--duration",
+            "2s",
+            "--warmup",
+            "0",
+            "--json",
+            json.to_str().unwrap(),
+            "--no-store",
+        ]);
+        let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(r["workload"], "tpcb");
+        assert!(r["metrics"]["tps"].as_f64().unwrap() > 10.0, "{target}: {}", r["metrics"]);
+        assert_eq!(r["checks"].as_array().unwrap().len(), 4);
+        assert!(r["checks"].as_array().unwrap().iter().all(|c| c["ok"] == true), "{target}: {}", r["checks"]);
+    }
+    // pgbench's own tables: pgbench can run against the database dbvs built.
+    let mut c = postgres::Config::new()
+        .host("127.0.0.1")
+        .port(server.port)
+        .user("dbvs")
+        .dbname("tpcbtest")
+        .connect(postgres::NoTls)
+        .unwrap();
+    assert_eq!(count(&mut c, "pgbench_accounts"), 100_000);
+    assert_eq!(count(&mut c, "pgbench_tellers"), 10);
+}

@@ -50,9 +50,10 @@ struct DbArgs {
     /// The workload.
     #[arg(long, default_value = "ds2", value_parser = clap::builder::PossibleValuesParser::new(workloads::NAMES))]
     workload: String,
-    /// Data size: S, M, L (DS2's 10MB, 1GB, 100GB) or a custom <n>MB / <n>GB.
-    #[arg(long, default_value = "10MB")]
-    size: String,
+    /// Data size. ds2: S, M, L (DS2's 10MB, 1GB, 100GB) or <n>MB / <n>GB [default: 10MB].
+    /// tpcb: pgbench's scale factor (100,000 accounts each) [default: 1].
+    #[arg(long)]
+    size: Option<String>,
     /// Seed for the data generator and the workers' random choices; same seed, same data.
     #[arg(long, default_value_t = 42)]
     seed: u64,

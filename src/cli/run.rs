@@ -98,7 +98,7 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
                 bar.set_position(elapsed.as_secs().min(of.as_secs()));
             }
             Event::Interval { sample, warmup } => {
-                bar.set_message(format!("{} {:.0}", workload.rate_name(), sample.per_min));
+                bar.set_message(format!("{} per min {:.0}", workload.headline(), sample.per_min));
                 let prefix = if warmup { "warmup " } else { "" };
                 bar.suspend(|| eprintln!("{prefix}{}", workload.interval_line(sample)));
             }
@@ -110,7 +110,7 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
     let final_line = workload.final_line(&result);
     let record = RunRecord::new(workload.as_ref(), target.info(), &pacing, env, started_at, result, checks);
     eprintln!("{final_line}");
-    summary::print(&record, workload.rate_name());
+    summary::print(&record, workload.headline());
 
     if let (Some(mut f), Some(path)) = (json_out, &args.json) {
         serde_json::to_writer_pretty(&mut f, &record)?;
@@ -119,7 +119,7 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
     }
     if !args.no_store {
         let mut store = crate::store::Store::open(&crate::store::default_path())?;
-        let id = store.add_run(None, &serde_json::to_value(&record)?, "opm")?;
+        let id = store.add_run(None, &serde_json::to_value(&record)?, workload.headline())?;
         eprintln!("stored as run {id} in {}", store.path.display());
     }
     if let Some(dest) = &args.keep_db {

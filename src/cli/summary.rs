@@ -5,24 +5,24 @@ use crate::record::RunRecord;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, CellAlignment, Table};
 use serde_json::Value;
 
-pub fn print(r: &RunRecord, rate_name: &str) {
+pub fn print(r: &RunRecord, headline: &str) {
     let m = &r.metrics;
-    let num = |k: &str| m[k].as_f64().unwrap_or(0.0);
     let status = match &r.status {
         RunStatus::Completed => "completed".to_string(),
         RunStatus::Interrupted => "INTERRUPTED".to_string(),
         RunStatus::Failed(c) => format!("FAILED: {c}"),
     };
     println!("{} on {} {}: {status}, {:.1} s measured", r.workload, r.target.engine, r.target.location, r.elapsed_s);
-    println!(
-        "{rate_name} {:.0}   orders {:.0}   rollbacks {:.0} ({:.2}%)   retries {:.0}   lock waits {:.0}",
-        num("opm"),
-        num("orders"),
-        num("rollbacks"),
-        100.0 * num("rollback_rate"),
-        num("retries"),
-        num("lock_waits"),
-    );
+    let mut line = format!("{} {:.1}", headline.to_uppercase(), m[headline].as_f64().unwrap_or(0.0));
+    for key in ["orders", "transactions", "rollbacks", "retries", "lock_waits"] {
+        if let Some(v) = m[key].as_u64() {
+            line += &format!("   {} {v}", key.replace('_', " "));
+        }
+    }
+    if let Some(rate) = m["rollback_rate"].as_f64() {
+        line += &format!("   rollback rate {:.2}%", 100.0 * rate);
+    }
+    println!("{line}");
     println!(
         "CPU: dbvs process {:.1}% of {} cores; driver code {:.2}% of worker time",
         r.driver.process_cpu_pct, r.env.host.cores, r.driver.driver_overhead_pct

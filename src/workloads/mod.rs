@@ -5,6 +5,7 @@
 //! [`crate::driver`]. Adding a workload is one module plus one arm in [`by_name`].
 
 pub mod ds2;
+pub mod tpcb;
 
 use crate::driver::{FromStart, IntervalSample, RunResult, Worker};
 use crate::targets::{BuildMeta, Database};
@@ -17,7 +18,7 @@ use serde::Serialize;
 pub const CANARY: &str = "DBVS-CANARY-PLAINTEXT-7F3A";
 
 /// The workload names `--workload` accepts.
-pub const NAMES: &[&str] = &["ds2"];
+pub const NAMES: &[&str] = &["ds2", "tpcb"];
 
 /// One invariant checked against the database after a run.
 #[derive(Clone, Debug, Serialize)]
@@ -45,8 +46,8 @@ pub trait Workload: Send + Sync {
     fn params(&self) -> serde_json::Value;
     /// The workload's headline metrics from a run (DS2: OPM, orders, rollbacks...).
     fn metrics(&self, run: &RunResult) -> serde_json::Value;
-    /// Name of the headline rate, e.g. `OPM`.
-    fn rate_name(&self) -> &'static str;
+    /// The key of the headline metric in [`Workload::metrics`], e.g. `opm` or `tps`.
+    fn headline(&self) -> &'static str;
     /// The periodic progress line (DS2 prints these every 10 s, and parsers exist for them).
     fn interval_line(&self, sample: &IntervalSample) -> String;
     /// The closing summary line.
@@ -55,7 +56,8 @@ pub trait Workload: Send + Sync {
 
 /// Parameters every workload may use; each takes what applies to it.
 pub struct WorkloadArgs {
-    pub size: String,
+    /// The workload's size, in its own terms; `None` takes the workload's default.
+    pub size: Option<String>,
     pub seed: u64,
     pub ds2: ds2::Mix,
 }
@@ -79,6 +81,7 @@ pub fn ensure_identity(wanted: &BuildMeta, found: &BuildMeta, location: &str) ->
 pub fn by_name(name: &str, args: &WorkloadArgs) -> Result<Box<dyn Workload>> {
     match name {
         "ds2" => Ok(Box::new(ds2::Ds2::new(args)?)),
+        "tpcb" => Ok(Box::new(tpcb::Tpcb::new(args)?)),
         _ => anyhow::bail!("unknown workload '{name}': available: {}", NAMES.join(", ")),
     }
 }

@@ -77,7 +77,7 @@ pub struct Ds2 {
 
 impl Ds2 {
     pub fn new(args: &WorkloadArgs) -> Result<Self> {
-        Ok(Self { size: Size::parse(&args.size)?, seed: args.seed, mix: args.ds2.clone() })
+        Ok(Self { size: Size::parse(args.size.as_deref().unwrap_or("10MB"))?, seed: args.seed, mix: args.ds2.clone() })
     }
 }
 
@@ -227,8 +227,8 @@ impl Workload for Ds2 {
         })
     }
 
-    fn rate_name(&self) -> &'static str {
-        "OPM"
+    fn headline(&self) -> &'static str {
+        "opm"
     }
 
     fn interval_line(&self, sample: &IntervalSample) -> String {

@@ -1,0 +1,208 @@
+//! `tpcb`: pgbench's TPC-B-like workload, with pgbench's schema, scale rule and
+//! transaction, so dbvs's driver can be compared with pgbench on the same PostgreSQL.
+//!
+//! Scale N means N branches, 10 N tellers and 100,000 N accounts, all balances 0. One
+//! transaction picks aid, tid, bid and a delta in -5000..=5000 uniformly, updates the
+//! account, reads it back, updates the teller and the branch, and inserts a history row.
+
+mod postgres;
+mod sqlite;
+
+use super::{Check, Workload, WorkloadArgs};
+use crate::driver::{FromStart, IntervalSample, RunResult, Worker};
+use crate::targets::{BuildMeta, Connection, Database};
+use anyhow::{bail, Result};
+use indicatif::ProgressBar;
+use rand::{Rng, SeedableRng};
+use serde_json::json;
+
+const OPERATIONS: &[&str] = &["transaction"];
+const ACCOUNTS_PER_BRANCH: i64 = 100_000;
+const TELLERS_PER_BRANCH: i64 = 10;
+const FORMAT: &str = "1";
+
+pub struct Tpcb {
+    scale: i64,
+    seed: u64,
+}
+
+impl Tpcb {
+    pub fn new(args: &WorkloadArgs) -> Result<Self> {
+        let scale = match args.size.as_deref().unwrap_or("1").parse::<i64>() {
+            Ok(n) if (1..=100_000).contains(&n) => n,
+            _ => bail!("tpcb takes --size as pgbench's scale factor, a whole number from 1 to 100000 (e.g. --size 10)"),
+        };
+        Ok(Self { scale, seed: args.seed })
+    }
+}
+
+/// One transaction's random choices, as pgbench's script draws them.
+pub struct Pick {
+    pub aid: i32,
+    pub bid: i32,
+    pub tid: i32,
+    pub delta: i32,
+}
+
+/// The engine side: one TPC-B transaction, with restarts counted into `rec`.
+pub trait Session {
+    fn transaction(&mut self, p: &Pick, rec: &mut crate::driver::UnitRecorder) -> Result<()>;
+}
+
+struct TpcbWorker<S> {
+    session: S,
+    rng: rand_chacha::ChaCha8Rng,
+    scale: i64,
+}
+
+impl<S: Session> Worker for TpcbWorker<S> {
+    fn run_unit(&mut self, rec: &mut crate::driver::UnitRecorder) -> Result<crate::driver::Outcome> {
+        let p = Pick {
+            aid: self.rng.random_range(1..=ACCOUNTS_PER_BRANCH * self.scale) as i32,
+            bid: self.rng.random_range(1..=self.scale) as i32,
+            tid: self.rng.random_range(1..=TELLERS_PER_BRANCH * self.scale) as i32,
+            delta: self.rng.random_range(-5000..=5000),
+        };
+        let t = std::time::Instant::now();
+        self.session.transaction(&p, rec)?;
+        rec.op(0, t.elapsed());
+        Ok(crate::driver::Outcome::Committed)
+    }
+}
+
+/// Sums every balance table and the history must agree on, and the history's size.
+struct Totals {
+    accounts: i64,
+    tellers: i64,
+    branches: i64,
+    history: i64,
+    history_rows: i64,
+}
+
+const TOTALS_SQL: [&str; 5] = [
+    "SELECT CAST(coalesce(sum(abalance), 0) AS BIGINT) FROM pgbench_accounts",
+    "SELECT CAST(coalesce(sum(tbalance), 0) AS BIGINT) FROM pgbench_tellers",
+    "SELECT CAST(coalesce(sum(bbalance), 0) AS BIGINT) FROM pgbench_branches",
+    "SELECT CAST(coalesce(sum(delta), 0) AS BIGINT) FROM pgbench_history",
+    "SELECT count(*) FROM pgbench_history",
+];
+
+impl Totals {
+    fn read(mut one: impl FnMut(&str) -> Result<i64>) -> Result<Self> {
+        Ok(Self {
+            accounts: one(TOTALS_SQL[0])?,
+            tellers: one(TOTALS_SQL[1])?,
+            branches: one(TOTALS_SQL[2])?,
+            history: one(TOTALS_SQL[3])?,
+            history_rows: one(TOTALS_SQL[4])?,
+        })
+    }
+}
+
+impl Workload for Tpcb {
+    fn name(&self) -> &'static str {
+        "tpcb"
+    }
+
+    fn operations(&self) -> &'static [&'static str] {
+        OPERATIONS
+    }
+
+    fn build_identity(&self) -> BuildMeta {
+        BuildMeta::from([
+            ("workload".into(), "tpcb".into()),
+            ("format".into(), FORMAT.into()),
+            ("size".into(), self.scale.to_string()),
+        ])
+    }
+
+    fn build(&self, db: &dyn Database, progress: &ProgressBar) -> Result<u64> {
+        let mut conn = db.connect()?;
+        progress.set_length((ACCOUNTS_PER_BRANCH * self.scale) as u64);
+        let rows = match &mut conn {
+            Connection::Sqlite(c) => sqlite::load(c, self.scale, progress)?,
+            Connection::Postgres(c) => postgres::load(c, self.scale, progress)?,
+        };
+        let mut meta = self.build_identity();
+        meta.insert("dbvs_version".into(), env!("CARGO_PKG_VERSION").into());
+        crate::targets::write_meta(&mut conn, &meta)?;
+        Ok(rows)
+    }
+
+    fn worker(&self, db: &dyn Database, _meta: &BuildMeta, index: usize) -> Result<Box<dyn Worker>> {
+        let rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.seed ^ ((index as u64 + 1) << 40));
+        Ok(match db.connect()? {
+            Connection::Sqlite(c) => Box::new(TpcbWorker { session: sqlite::Session::new(c), rng, scale: self.scale }),
+            Connection::Postgres(c) => {
+                Box::new(TpcbWorker { session: postgres::Session::new(c)?, rng, scale: self.scale })
+            }
+        })
+    }
+
+    fn check(&self, db: &dyn Database, _meta: &BuildMeta, done: &FromStart) -> Result<Vec<Check>> {
+        let t = match db.connect()? {
+            Connection::Sqlite(c) => Totals::read(|sql| Ok(c.query_row(sql, [], |r| r.get(0))?))?,
+            Connection::Postgres(mut c) => Totals::read(|sql| Ok(c.query_one(sql, &[])?.get(0)))?,
+        };
+        let same = |name, a: i64, b: i64| Check { name, ok: a == b, detail: format!("{a} vs {b}") };
+        Ok(vec![
+            same("history rows = committed transactions", t.history_rows, done.committed as i64),
+            same("sum of account balances = sum of history deltas", t.accounts, t.history),
+            same("sum of teller balances = sum of history deltas", t.tellers, t.history),
+            same("sum of branch balances = sum of history deltas", t.branches, t.history),
+        ])
+    }
+
+    fn params(&self) -> serde_json::Value {
+        json!({ "scale": self.scale, "seed": self.seed })
+    }
+
+    fn metrics(&self, run: &RunResult) -> serde_json::Value {
+        let m = &run.measured;
+        json!({
+            "tps": if run.elapsed_s > 0.0 { m.units as f64 / run.elapsed_s } else { 0.0 },
+            "transactions": m.units,
+            "retries": m.retries,
+            "lock_waits": m.lock_waits,
+            "latency_ms": { "transaction": m.unit_latency },
+        })
+    }
+
+    fn headline(&self) -> &'static str {
+        "tps"
+    }
+
+    fn interval_line(&self, s: &IntervalSample) -> String {
+        format!("progress: {:.1} s, {:.1} tps, lat {:.3} ms", s.et_s, s.interval_per_min / 60.0, s.sampled_ms)
+    }
+
+    fn final_line(&self, run: &RunResult) -> String {
+        let m = &run.measured;
+        format!(
+            "transactions: {}, duration: {:.1} s, tps = {:.1}, latency average = {:.3} ms, retries = {}",
+            m.units,
+            run.elapsed_s,
+            if run.elapsed_s > 0.0 { m.units as f64 / run.elapsed_s } else { 0.0 },
+            m.unit_latency.avg_ms,
+            m.retries
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(size: Option<&str>) -> WorkloadArgs {
+        WorkloadArgs { size: size.map(String::from), seed: 1, ds2: Default::default() }
+    }
+
+    #[test]
+    fn scale_comes_from_size() {
+        assert_eq!(Tpcb::new(&args(None)).unwrap().scale, 1);
+        assert_eq!(Tpcb::new(&args(Some("10"))).unwrap().scale, 10);
+        for bad in ["0", "10MB", "-1"] {
+            assert!(Tpcb::new(&args(Some(bad))).err().unwrap().to_string().contains("scale factor"));
+        }
+    }
+}
