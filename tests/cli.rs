@@ -24,7 +24,8 @@ fn bad_input_gets_one_clear_line() {
     fails_with(&["build", "--target", &t, "--size", "0MB"], "unknown size '0MB'");
     fails_with(&["run", "--target", &t, "--threads", "0"], "--threads");
     fails_with(&["run", "--target", "x.db"], "expected sqlite:PATH");
-    fails_with(&["run", "--target", "postgres://localhost/db"], "expected sqlite:PATH");
+    fails_with(&["run", "--target", "postgres://localhost/db"], "expected postgres://USER@HOST");
+    fails_with(&["run", "--target", "mongodb://h/db"], "expected sqlite:PATH");
     fails_with(&["build", "--target", "sqlite:/nonexistent-dir/x.db"], "choose a writable path");
     fails_with(&["run", "--target", &t, "--duration", "soon"], "not a duration");
     fails_with(&["run", "--target", &t, "--duration", "0"], "--duration must be longer than 0");

@@ -5,7 +5,9 @@
 //! each run a *fresh copy* that is thrown away afterwards. Builds go into a staging database
 //! that only becomes the pristine once complete, so an interrupted build never looks done.
 
+pub mod managed_maria;
 pub mod managed_pg;
+pub mod mysql;
 pub mod postgres;
 pub mod sqlite;
 
@@ -18,6 +20,7 @@ use std::path::PathBuf;
 pub enum Connection {
     Sqlite(sqlite::SqliteConnection),
     Postgres(::postgres::Client),
+    MySql(::mysql::Conn),
 }
 
 /// What a report says about the target.
@@ -66,7 +69,7 @@ pub trait RunCopy: Database {
 pub struct TargetOptions {
     pub key: Option<sqlite::Key>,
     pub cipher_pragmas: Vec<sqlite::CipherPragma>,
-    /// Server password (from `PGPASSWORD` or a password file; never argv).
+    /// Server password (from `PGPASSWORD`, `MYSQL_PWD` or a password file; never argv).
     pub password: Option<String>,
     /// Data directory of a managed server.
     pub data_dir: Option<PathBuf>,
@@ -77,7 +80,8 @@ pub struct TargetOptions {
     pub default_db: String,
 }
 
-const TARGET_HINT: &str = "expected sqlite:PATH, postgres://USER@HOST[:PORT]/DB or managed-postgres[:VERSION]";
+const TARGET_HINT: &str = "expected sqlite:PATH, postgres://USER@HOST[:PORT]/DB, mysql://USER@HOST[:PORT]/DB, \
+     managed-postgres[:VERSION] or managed-mariadb";
 
 /// Parses a `--target` value. A managed server is started here and stops when the target
 /// (and every database handed out by it) is dropped.
@@ -86,6 +90,24 @@ pub fn parse(spec: &str, opts: TargetOptions) -> Result<Box<dyn Target>> {
         let password = opts.password.or_else(|| std::env::var("PGPASSWORD").ok());
         let info = postgres::PgConnInfo::parse(spec, password)?;
         return Ok(Box::new(postgres::PgTarget::new(info, spec.to_string(), None)));
+    }
+    if spec.starts_with("mysql://") || spec.starts_with("mariadb://") {
+        let password = opts.password.or_else(|| std::env::var("MYSQL_PWD").ok());
+        let info = mysql::MyConnInfo::parse(spec, password)?;
+        return Ok(Box::new(mysql::MyTarget::new(info, spec.to_string(), None)));
+    }
+    if spec == "managed-mariadb" {
+        let data = opts.data_dir.unwrap_or_else(managed_maria::default_data_dir);
+        let server = managed_maria::ManagedMaria::start(&data, &opts.server_settings, &opts.server_env)?;
+        let info = mysql::MyConnInfo {
+            host: "127.0.0.1".into(),
+            port: server.port,
+            user: managed_maria::SUPERUSER.into(),
+            password: None,
+            dbname: opts.default_db,
+        };
+        let location = format!("managed MariaDB {} in {}", server.version, server.data_dir().display());
+        return Ok(Box::new(mysql::MyTarget::new(info, location, Some(std::sync::Arc::new(server)))));
     }
     if let Some(rest) = spec.strip_prefix("managed-postgres") {
         let version = match rest.strip_prefix(':') {
@@ -135,6 +157,11 @@ pub fn write_meta(conn: &mut Connection, meta: &BuildMeta) -> Result<()> {
                 c.execute(&st, &[k, v])?;
             }
         }
+        Connection::MySql(c) => {
+            use ::mysql::prelude::Queryable;
+            c.query_drop(format!("CREATE TABLE {META_TABLE} (`key` VARCHAR(100) PRIMARY KEY, value TEXT NOT NULL)"))?;
+            c.exec_batch(format!("INSERT INTO {META_TABLE} (`key`, value) VALUES (?, ?)"), meta.iter())?;
+        }
     }
     Ok(())
 }
@@ -162,6 +189,18 @@ pub fn read_meta(conn: &mut Connection) -> Result<Option<BuildMeta>> {
             }
             let rows = c.query(&format!("SELECT key, value FROM {META_TABLE}"), &[])?;
             Ok(Some(rows.iter().map(|r| (r.get(0), r.get(1))).collect()))
+        }
+        Connection::MySql(c) => {
+            use ::mysql::prelude::Queryable;
+            let exists: Option<String> = c.exec_first(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?",
+                (META_TABLE,),
+            )?;
+            if exists.is_none() {
+                return Ok(None);
+            }
+            let rows: Vec<(String, String)> = c.query(format!("SELECT `key`, value FROM {META_TABLE}"))?;
+            Ok(Some(rows.into_iter().collect()))
         }
     }
 }

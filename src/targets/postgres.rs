@@ -81,6 +81,12 @@ impl PgConnInfo {
     }
 }
 
+/// Deadlock or serialization failure: the transaction should be run again.
+pub fn is_retryable(e: &::postgres::Error) -> bool {
+    use ::postgres::error::SqlState;
+    matches!(e.code(), Some(c) if *c == SqlState::T_R_DEADLOCK_DETECTED || *c == SqlState::T_R_SERIALIZATION_FAILURE)
+}
+
 fn valid_identifier(s: &str) -> bool {
     !s.is_empty() && s.len() <= 40 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }

@@ -18,6 +18,7 @@
 mod build;
 mod data;
 mod log;
+mod mariadb;
 mod order;
 mod postgres;
 mod size;
@@ -163,6 +164,7 @@ impl Workload for Ds2 {
                 build::run(&mut sqlite::Loader::new(c), self.size, self.seed, progress, &mut meta)?
             }
             Connection::Postgres(c) => build::run(&mut postgres::Loader(c), self.size, self.seed, progress, &mut meta)?,
+            Connection::MySql(c) => build::run(&mut mariadb::Loader(c), self.size, self.seed, progress, &mut meta)?,
         };
         meta.insert("dbvs_version".into(), env!("CARGO_PKG_VERSION").into());
         crate::targets::write_meta(&mut conn, &meta)?;
@@ -179,6 +181,9 @@ impl Workload for Ds2 {
             Connection::Postgres(c) => {
                 Box::new(order::OrderWorker::new(postgres::Session::new(c)?, rng, self.size, self.mix.clone()))
             }
+            Connection::MySql(c) => {
+                Box::new(order::OrderWorker::new(mariadb::Session::new(c)?, rng, self.size, self.mix.clone()))
+            }
         })
     }
 
@@ -194,6 +199,14 @@ impl Workload for Ds2 {
             Connection::Postgres(mut c) => {
                 let seen = Observed::read(|sql| Ok(c.query_one(sql, &[])?.get(0)))?;
                 let stocks = c.query(STOCK_LEVELS_SQL, &[])?.iter().map(|r| (r.get(0), r.get(1))).collect();
+                (seen, stocks)
+            }
+            Connection::MySql(mut c) => {
+                use mysql::prelude::Queryable;
+                let mut one =
+                    |sql: &str| -> Result<i64> { Ok(c.query_first(crate::targets::mysql::dialect(sql))?.unwrap_or(0)) };
+                let seen = Observed::read(&mut one)?;
+                let stocks = c.query(crate::targets::mysql::dialect(STOCK_LEVELS_SQL))?;
                 (seen, stocks)
             }
         };

@@ -9,8 +9,8 @@ use super::build::{Batch, Loader as LoaderTrait};
 use super::order::{Browse, Cart, Session as SessionTrait};
 use super::{data::Customer, RESTOCK_FLOOR};
 use crate::driver::{Outcome, UnitRecorder};
+use crate::targets::postgres::is_retryable;
 use anyhow::{bail, Result};
-use postgres::error::SqlState;
 use postgres::{Client, Statement};
 use std::io::Write;
 
@@ -212,11 +212,6 @@ impl Session {
         };
         Ok(Self { c, st })
     }
-}
-
-/// Whether the transaction should simply be run again.
-fn is_retryable(e: &postgres::Error) -> bool {
-    matches!(e.code(), Some(c) if *c == SqlState::T_R_DEADLOCK_DETECTED || *c == SqlState::T_R_SERIALIZATION_FAILURE)
 }
 
 const MAX_RESTARTS: u32 = 100;

@@ -5,6 +5,7 @@
 //! transaction picks aid, tid, bid and a delta in -5000..=5000 uniformly, updates the
 //! account, reads it back, updates the teller and the branch, and inserts a history row.
 
+mod mariadb;
 mod postgres;
 mod sqlite;
 
@@ -122,6 +123,7 @@ impl Workload for Tpcb {
         let rows = match &mut conn {
             Connection::Sqlite(c) => sqlite::load(c, self.scale, progress)?,
             Connection::Postgres(c) => postgres::load(c, self.scale, progress)?,
+            Connection::MySql(c) => mariadb::load(c, self.scale, progress)?,
         };
         let mut meta = self.build_identity();
         meta.insert("dbvs_version".into(), env!("CARGO_PKG_VERSION").into());
@@ -136,6 +138,7 @@ impl Workload for Tpcb {
             Connection::Postgres(c) => {
                 Box::new(TpcbWorker { session: postgres::Session::new(c)?, rng, scale: self.scale })
             }
+            Connection::MySql(c) => Box::new(TpcbWorker { session: mariadb::Session::new(c)?, rng, scale: self.scale }),
         })
     }
 
@@ -143,6 +146,10 @@ impl Workload for Tpcb {
         let t = match db.connect()? {
             Connection::Sqlite(c) => Totals::read(|sql| Ok(c.query_row(sql, [], |r| r.get(0))?))?,
             Connection::Postgres(mut c) => Totals::read(|sql| Ok(c.query_one(sql, &[])?.get(0)))?,
+            Connection::MySql(mut c) => {
+                use mysql::prelude::Queryable;
+                Totals::read(|sql| Ok(c.query_first(crate::targets::mysql::dialect(sql))?.unwrap_or(0)))?
+            }
         };
         let same = |name, a: i64, b: i64| Check { name, ok: a == b, detail: format!("{a} vs {b}") };
         Ok(vec![

@@ -3,9 +3,9 @@
 
 use super::{Pick, ACCOUNTS_PER_BRANCH, TELLERS_PER_BRANCH};
 use crate::driver::UnitRecorder;
+use crate::targets::postgres::is_retryable;
 use anyhow::{bail, Result};
 use indicatif::ProgressBar;
-use postgres::error::SqlState;
 use postgres::{Client, Statement};
 use std::io::Write;
 
@@ -98,9 +98,7 @@ impl super::Session for Session {
             })();
             match attempt {
                 Ok(()) => return Ok(()),
-                Err(e) if matches!(e.code(), Some(c) if *c == SqlState::T_R_DEADLOCK_DETECTED || *c == SqlState::T_R_SERIALIZATION_FAILURE) => {
-                    rec.retry()
-                }
+                Err(e) if is_retryable(&e) => rec.retry(),
                 Err(e) => return Err(e.into()),
             }
         }

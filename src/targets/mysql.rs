@@ -1,0 +1,240 @@
+//! MariaDB (and MySQL) on a server the user points at (`mysql://user@host:port/db`) or on a
+//! private instance dbvs starts ([`super::managed_maria`]).
+//!
+//! The database named in the URL is the pristine one. MariaDB has no template databases,
+//! so each run gets a logical copy (`CREATE TABLE ... LIKE` plus `INSERT ... SELECT` per
+//! table) in `<db>_run_<pid>`, dropped afterwards; builds go into `<db>_building_<pid>` and
+//! their tables are renamed into place when complete.
+
+use super::{BuildMeta, Connection, Database, RunCopy, StagedBuild, Target, TargetInfo};
+use anyhow::{bail, Context, Result};
+use mysql::prelude::Queryable;
+use std::collections::BTreeMap;
+
+#[derive(Clone)]
+pub struct MyConnInfo {
+    pub host: String,
+    pub port: u16,
+    pub user: String,
+    pub password: Option<String>,
+    pub dbname: String,
+}
+
+/// Deadlock (1213) or lock wait timeout (1205): the transaction should be run again.
+pub fn is_retryable(e: &::mysql::Error) -> bool {
+    matches!(e, ::mysql::Error::MySqlError(m) if m.code == 1213 || m.code == 1205)
+}
+
+/// MariaDB spells the portable `CAST(x AS BIGINT)` as `CAST(x AS SIGNED)`.
+pub fn dialect(portable_sql: &str) -> String {
+    portable_sql.replace(" AS BIGINT)", " AS SIGNED)")
+}
+
+fn valid_identifier(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 40 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+impl MyConnInfo {
+    /// Parses `mysql://user@host[:port]/db`; a password in the URL is refused.
+    pub fn parse(url: &str, password: Option<String>) -> Result<Self> {
+        let hint = "expected mysql://USER@HOST[:PORT]/DATABASE";
+        let rest = url.strip_prefix("mysql://").or_else(|| url.strip_prefix("mariadb://")).context(hint)?;
+        let (auth, rest) = rest.split_once('@').with_context(|| format!("invalid target '{url}': no USER@; {hint}"))?;
+        if auth.contains(':') {
+            bail!("do not put the password in the target URL (it shows in process listings); set MYSQL_PWD or use --password-file");
+        }
+        let (hostport, db) =
+            rest.split_once('/').with_context(|| format!("invalid target '{url}': no /DATABASE; {hint}"))?;
+        let (host, port) = match hostport.rsplit_once(':') {
+            Some((h, p)) => (h, p.parse().with_context(|| format!("invalid port '{p}' in '{url}'"))?),
+            None => (hostport, 3306),
+        };
+        if auth.is_empty() || host.is_empty() || !valid_identifier(db) {
+            bail!("invalid target '{url}': {hint}, with a database name of letters, digits and _");
+        }
+        Ok(Self { host: host.into(), port, user: auth.into(), password, dbname: db.into() })
+    }
+
+    pub fn connect(&self, db: Option<&str>) -> Result<mysql::Conn> {
+        let opts = mysql::OptsBuilder::new()
+            .ip_or_hostname(Some(self.host.clone()))
+            .tcp_port(self.port)
+            .user(Some(self.user.clone()))
+            .pass(self.password.clone())
+            .db_name(db.map(String::from))
+            .tcp_connect_timeout(Some(std::time::Duration::from_secs(10)));
+        mysql::Conn::new(opts).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot connect to MariaDB at {}:{} as {}: {e}; check the server is running, the user, and MYSQL_PWD",
+                self.host,
+                self.port,
+                self.user
+            )
+        })
+    }
+
+    fn admin(&self, statements: &[String]) -> Result<()> {
+        let mut c = self.connect(None)?;
+        for s in statements {
+            c.query_drop(s)?;
+        }
+        Ok(())
+    }
+
+    fn tables(&self, db: &str) -> Result<Vec<String>> {
+        Ok(self.connect(None)?.exec(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = ? ORDER BY table_name",
+            (db,),
+        )?)
+    }
+
+    /// Moves every table of `from` into a new database `to` (replacing it), then drops `from`.
+    fn move_tables(&self, from: &str, to: &str) -> Result<()> {
+        let mut stmts = vec![format!("DROP DATABASE IF EXISTS {to}"), format!("CREATE DATABASE {to}")];
+        stmts.extend(self.tables(from)?.iter().map(|t| format!("RENAME TABLE {from}.{t} TO {to}.{t}")));
+        stmts.push(format!("DROP DATABASE {from}"));
+        self.admin(&stmts)
+    }
+}
+
+/// Keeps a managed server alive while any database of the target is in use.
+pub type Keepalive = Option<std::sync::Arc<dyn Send + Sync>>;
+
+pub struct MyTarget {
+    info: MyConnInfo,
+    location: String,
+    server: Keepalive,
+}
+
+impl MyTarget {
+    pub fn new(info: MyConnInfo, location: String, server: Keepalive) -> Self {
+        Self { info, location, server }
+    }
+
+    fn db(&self, name: String) -> MyDb {
+        MyDb { info: self.info.clone(), name, _server: self.server.clone() }
+    }
+}
+
+impl Target for MyTarget {
+    fn info(&self) -> TargetInfo {
+        TargetInfo { engine: "mariadb", location: self.location.clone(), encrypted: false }
+    }
+
+    fn versions(&self) -> Result<BTreeMap<String, String>> {
+        let v: Option<String> = self.info.connect(None)?.query_first("SELECT VERSION()")?;
+        Ok(BTreeMap::from([("mariadb".to_string(), v.unwrap_or_default())]))
+    }
+
+    fn pristine(&self) -> Result<Option<BuildMeta>> {
+        let exists: Option<String> = self.info.connect(None)?.exec_first(
+            "SELECT schema_name FROM information_schema.schemata WHERE schema_name = ?",
+            (&self.info.dbname,),
+        )?;
+        if exists.is_none() {
+            return Ok(None);
+        }
+        let mut conn = self.db(self.info.dbname.clone()).connect()?;
+        match super::read_meta(&mut conn)? {
+            Some(meta) => Ok(Some(meta)),
+            None => bail!(
+                "database {} exists but was not built by dbvs; drop it or name another database in the target URL",
+                self.info.dbname
+            ),
+        }
+    }
+
+    fn stage_build(&self) -> Result<Box<dyn StagedBuild>> {
+        let name = format!("{}_building_{}", self.info.dbname, std::process::id());
+        self.info.admin(&[format!("DROP DATABASE IF EXISTS {name}"), format!("CREATE DATABASE {name}")]).with_context(
+            || format!("cannot create database {name}; does {} have CREATE privileges?", self.info.user),
+        )?;
+        Ok(Box::new(Staged { db: self.db(name), dest: self.info.dbname.clone() }))
+    }
+
+    fn fresh_copy(&self) -> Result<Box<dyn RunCopy>> {
+        let (from, name) = (&self.info.dbname, format!("{}_run_{}", self.info.dbname, std::process::id()));
+        let copy = Copied(self.db(name.clone()));
+        let mut stmts = vec![format!("DROP DATABASE IF EXISTS {name}"), format!("CREATE DATABASE {name}")];
+        for t in self.info.tables(from)? {
+            stmts.push(format!("CREATE TABLE {name}.{t} LIKE {from}.{t}"));
+            stmts.push(format!("INSERT INTO {name}.{t} SELECT * FROM {from}.{t}"));
+        }
+        self.info.admin(&stmts).with_context(|| format!("cannot copy database {from} for the run"))?;
+        Ok(Box::new(copy))
+    }
+}
+
+struct MyDb {
+    info: MyConnInfo,
+    name: String,
+    _server: Keepalive,
+}
+
+impl Database for MyDb {
+    fn connect(&self) -> Result<Connection> {
+        Ok(Connection::MySql(self.info.connect(Some(&self.name))?))
+    }
+}
+
+struct Staged {
+    db: MyDb,
+    dest: String,
+}
+
+impl Database for Staged {
+    fn connect(&self) -> Result<Connection> {
+        self.db.connect()
+    }
+}
+
+impl StagedBuild for Staged {
+    fn publish(self: Box<Self>) -> Result<()> {
+        self.db.info.move_tables(&self.db.name, &self.dest)
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        let _ = self.db.info.admin(&[format!("DROP DATABASE IF EXISTS {}", self.db.name)]);
+    }
+}
+
+struct Copied(MyDb);
+
+impl Database for Copied {
+    fn connect(&self) -> Result<Connection> {
+        self.0.connect()
+    }
+}
+
+impl RunCopy for Copied {
+    fn keep(self: Box<Self>, dest: &str) -> Result<()> {
+        if !valid_identifier(dest) {
+            bail!("--keep-db for MariaDB takes a database name (letters, digits, _), got '{dest}'");
+        }
+        self.0.info.move_tables(&self.0.name, dest)
+    }
+}
+
+impl Drop for Copied {
+    fn drop(&mut self) {
+        let _ = self.0.info.admin(&[format!("DROP DATABASE IF EXISTS {}", self.0.name)]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse_and_passwords_stay_out_of_them() {
+        let c = MyConnInfo::parse("mysql://bench@db1:3307/ds2", None).unwrap();
+        assert_eq!((c.host.as_str(), c.port, c.user.as_str(), c.dbname.as_str()), ("db1", 3307, "bench", "ds2"));
+        assert_eq!(MyConnInfo::parse("mariadb://u@h/d", None).unwrap().port, 3306);
+        assert!(MyConnInfo::parse("mysql://u:pw@h/d", None).err().unwrap().to_string().contains("MYSQL_PWD"));
+        for bad in ["mysql://h/d", "mysql://u@h", "mysql://u@h/d-x"] {
+            assert!(MyConnInfo::parse(bad, None).is_err(), "{bad}");
+        }
+    }
+}
