@@ -172,3 +172,32 @@ fn tpcb_on_postgres_and_sqlite_keeps_balances_consistent() {
     assert_eq!(count(&mut c, "pgbench_accounts"), 100_000);
     assert_eq!(count(&mut c, "pgbench_tellers"), 10);
 }
+
+#[test]
+fn a_server_that_dies_mid_run_fails_the_run_with_its_log() {
+    let dir = reachable_tempdir();
+    let data = dir.path().join("pgdata");
+    let json = dir.path().join("r.json");
+    let child = command()
+        .args(["run", "--target", "managed-postgres", "--data-dir", data.to_str().unwrap(), "--size", "1MB"])
+        .args(["--duration", "60s", "--warmup", "0", "--json", json.to_str().unwrap(), "--no-store"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid_file = data.join("postmaster.pid");
+    let t = std::time::Instant::now();
+    // Let the server start and the run get going.
+    while !(pid_file.exists() && t.elapsed() > std::time::Duration::from_secs(4)) {
+        assert!(t.elapsed() < std::time::Duration::from_secs(60), "the managed server never started");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().lines().next().unwrap().trim().parse().unwrap();
+    // SAFETY: killing the test's own grandchild server process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(r["status"], "failed");
+    assert!(r["cause"].as_str().unwrap().contains("server log"), "{}", r["cause"]);
+}

@@ -4,7 +4,7 @@ use super::build::ensure_built;
 use super::{create_output, parse_duration, summary, DbArgs};
 use crate::driver::{self, Event, Pacing, RunStatus};
 use crate::record::{Env, RunRecord};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::Write;
@@ -105,8 +105,15 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
             Event::StatsReset => bar.suspend(|| eprintln!("Stats reset")),
         });
     bar.finish_and_clear();
+    let mut result = result;
+    if let (driver::RunStatus::Failed(cause), Some(d)) = (&mut result.status, target.diagnostics()) {
+        cause.push_str(&format!(" ({d})"));
+    }
 
-    let checks = workload.check(db, &meta, &result.from_start).context("checking the database after the run")?;
+    // A run whose database is gone (a dead server) is still recorded, with the reason.
+    let checks = workload.check(db, &meta, &result.from_start).unwrap_or_else(|e| {
+        vec![crate::workloads::Check { name: "post-run checks could run", ok: false, detail: format!("{e:#}") }]
+    });
     let final_line = workload.final_line(&result);
     let record = RunRecord::new(workload.as_ref(), target.info(), &pacing, env, started_at, result, checks);
     eprintln!("{final_line}");

@@ -2,6 +2,7 @@
 //! `mariadbd` on a free loopback port as a child process, stopped (SIGTERM, then waited
 //! for) when the last user goes away. As root the server drops to the `mysql` user itself.
 
+use super::ManagedServer;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -34,12 +35,6 @@ pub fn default_data_dir() -> PathBuf {
 impl ManagedMaria {
     fn log(data: &Path) -> PathBuf {
         data.join("dbvs-server.log")
-    }
-
-    pub fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(Self::log(&self.data)).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        lines[lines.len().saturating_sub(3)..].join(" / ")
     }
 
     pub fn socket(&self) -> PathBuf {
@@ -142,6 +137,14 @@ impl ManagedMaria {
 
     pub fn data_dir(&self) -> &Path {
         &self.data
+    }
+}
+
+impl super::ManagedServer for ManagedMaria {
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(Self::log(&self.data)).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        lines[lines.len().saturating_sub(3)..].join(" / ")
     }
 }
 

@@ -96,13 +96,6 @@ impl ManagedPg {
         self.data.join("dbvs-server.log")
     }
 
-    /// The last lines of the server log, for errors.
-    pub fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(self.log()).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(3)..].join(" / ")
-    }
-
     /// Creates the data directory if needed and starts the server.
     pub fn start(
         version: Option<&str>,
@@ -147,7 +140,7 @@ impl ManagedPg {
             .args(["-o", &opts])
             .output()?;
         if !started.status.success() {
-            let tail = pg.log_tail();
+            let tail = super::ManagedServer::log_tail(&pg);
             bail!("PostgreSQL did not start (port {} busy, or a bad setting?): {tail}", pg.port);
         }
         Ok(pg)
@@ -155,6 +148,14 @@ impl ManagedPg {
 
     pub fn data_dir(&self) -> &Path {
         &self.data
+    }
+}
+
+impl super::ManagedServer for ManagedPg {
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(self.log()).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        lines[lines.len().saturating_sub(3)..].join(" / ")
     }
 }
 

@@ -46,7 +46,21 @@ pub trait Target: Send + Sync {
     fn stage_build(&self) -> Result<Box<dyn StagedBuild>>;
     /// A fresh copy of the pristine database for one run. Dropping it deletes it.
     fn fresh_copy(&self) -> Result<Box<dyn RunCopy>>;
+    /// What the engine itself says, to explain a failed run (a managed server's log).
+    fn diagnostics(&self) -> Option<String> {
+        None
+    }
 }
+
+/// A server process dbvs started. Kept alive by every database handed out from it, and
+/// stopped when the last one goes.
+pub trait ManagedServer: Send + Sync {
+    /// The last lines of the server's log, to explain a failure.
+    fn log_tail(&self) -> String;
+}
+
+/// The server behind a target, when dbvs manages it.
+pub type Keepalive = Option<std::sync::Arc<dyn ManagedServer>>;
 
 /// A concrete database that can be connected to.
 pub trait Database: Send + Sync {

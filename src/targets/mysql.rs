@@ -6,7 +6,7 @@
 //! table) in `<db>_run_<pid>`, dropped afterwards; builds go into `<db>_building_<pid>` and
 //! their tables are renamed into place when complete.
 
-use super::{BuildMeta, Connection, Database, RunCopy, StagedBuild, Target, TargetInfo};
+use super::{BuildMeta, Connection, Database, Keepalive, RunCopy, StagedBuild, Target, TargetInfo};
 use anyhow::{bail, Context, Result};
 use mysql::prelude::Queryable;
 use std::collections::BTreeMap;
@@ -97,9 +97,6 @@ impl MyConnInfo {
     }
 }
 
-/// Keeps a managed server alive while any database of the target is in use.
-pub type Keepalive = Option<std::sync::Arc<dyn Send + Sync>>;
-
 pub struct MyTarget {
     info: MyConnInfo,
     location: String,
@@ -150,6 +147,10 @@ impl Target for MyTarget {
             || format!("cannot create database {name}; does {} have CREATE privileges?", self.info.user),
         )?;
         Ok(Box::new(Staged { db: self.db(name), dest: self.info.dbname.clone() }))
+    }
+
+    fn diagnostics(&self) -> Option<String> {
+        self.server.as_ref().map(|s| format!("server log: {}", s.log_tail()))
     }
 
     fn fresh_copy(&self) -> Result<Box<dyn RunCopy>> {

@@ -5,10 +5,9 @@
 //! `CREATE DATABASE <db>_run_<pid> TEMPLATE <db>`, dropped afterwards. Builds go into
 //! `<db>_building_<pid>` and are renamed when complete. The user needs CREATEDB.
 
-use super::{BuildMeta, Connection, Database, RunCopy, StagedBuild, Target, TargetInfo};
+use super::{BuildMeta, Connection, Database, Keepalive, RunCopy, StagedBuild, Target, TargetInfo};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 /// Where and as whom to connect. The password never comes from the command line.
 #[derive(Clone)]
@@ -91,9 +90,6 @@ fn valid_identifier(s: &str) -> bool {
     !s.is_empty() && s.len() <= 40 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
-/// Keeps a managed server alive for as long as any database of the target is in use.
-pub type Keepalive = Option<Arc<dyn Send + Sync>>;
-
 pub struct PgTarget {
     info: PgConnInfo,
     location: String,
@@ -148,6 +144,10 @@ impl Target for PgTarget {
             .admin(&[format!("DROP DATABASE IF EXISTS {name}"), format!("CREATE DATABASE {name}")])
             .with_context(|| format!("cannot create database {name}; does {} have CREATEDB?", self.info.user))?;
         Ok(Box::new(Staged { db: self.db(name), dest: self.info.dbname.clone() }))
+    }
+
+    fn diagnostics(&self) -> Option<String> {
+        self.server.as_ref().map(|s| format!("server log: {}", s.log_tail()))
     }
 
     fn fresh_copy(&self) -> Result<Box<dyn RunCopy>> {
