@@ -248,3 +248,58 @@ fn ctrl_c_stops_a_study_unmounts_and_keeps_finished_runs() {
     let id = r["study_id"].as_i64().unwrap().to_string();
     assert!(stdout(&ok(&["results", "show", &id])).contains("interrupted"));
 }
+
+#[test]
+fn a_mariadb_tde_study_encrypts_everything_at_rest() {
+    let _turn = turn();
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_study(
+        dir.path(),
+        &format!(
+            "name = \"tde\"\nblocks = {{ min = 2, max = 2 }}\n\
+             [target]\nengine = \"mariadb\"\nsettings = {{ innodb_buffer_pool_size = \"64M\" }}\n{SMALL}\n\
+             [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
+             [[variants]]\nname = \"tde\"\nkind = \"mariadb-tde\"\nbinlog = true\n\
+             [[variants]]\nname = \"sqlcipher\"\nkind = \"sqlcipher\"\n"
+        ),
+    );
+    let out = dir.path().join("out");
+    ok(&["study", &f, "--out", out.to_str().unwrap()]);
+    let r = report(&out);
+    assert_eq!(r["status"], "completed", "{}", r["cause"]);
+    let hits =
+        |v: &str| r["canary"].as_array().unwrap().iter().find(|c| c["variant"] == v).unwrap()["hits"].as_u64().unwrap();
+    assert!(hits("plain") > 0, "the scan must see plaintext in a plain MariaDB data directory");
+    assert_eq!(hits("tde"), 0, "MariaDB encryption left plaintext at rest (tables, redo log or binlog)");
+    let sqlcipher = r["variants"].as_array().unwrap().iter().find(|v| v["info"]["name"] == "sqlcipher").unwrap();
+    assert_eq!(sqlcipher["status"], "skipped");
+    assert!(sqlcipher["reason"].as_str().unwrap().contains("sqlite engine only"));
+    assert_eq!(r["comparisons"].as_array().unwrap().len(), 1);
+    no_mounts_under(dir.path());
+    let mariadbd = std::process::Command::new("pgrep").args(["-f", out.to_str().unwrap()]).output().unwrap();
+    assert!(mariadbd.stdout.is_empty(), "a managed server outlived the study");
+}
+
+#[test]
+fn a_postgres_study_puts_the_data_directory_on_the_encrypted_layer() {
+    let _turn = turn();
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_study(
+        dir.path(),
+        &format!(
+            "name = \"pg\"\nblocks = {{ min = 2, max = 2 }}\n[target]\nengine = \"postgres\"\n{SMALL}\n\
+             [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
+             [[variants]]\nname = \"gocryptfs\"\nkind = \"gocryptfs\"\n"
+        ),
+    );
+    let out = dir.path().join("out");
+    ok(&["study", &f, "--out", out.to_str().unwrap()]);
+    let r = report(&out);
+    assert_eq!(r["status"], "completed", "{}", r["cause"]);
+    let canary = r["canary"].as_array().unwrap();
+    let hits = |v: &str| canary.iter().find(|c| c["variant"] == v).unwrap()["hits"].as_u64().unwrap();
+    assert!(hits("plain") > 0);
+    assert_eq!(hits("gocryptfs"), 0, "PostgreSQL's data directory (tables and WAL) leaked through gocryptfs");
+    assert!(r["sut"]["engine_versions"]["postgresql"].is_string());
+    no_mounts_under(dir.path());
+}

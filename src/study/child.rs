@@ -23,16 +23,23 @@ const SCAN_COPY: &str = "canary-scan.db";
 /// Arguments that pick the database: target, workload, size, seed and encryption.
 fn db_args(ctx: &Context, p: &Prepared) -> Vec<OsString> {
     let w = &ctx.study.workload;
-    let mut a: Vec<OsString> = vec![
-        "--target".into(),
-        format!("sqlite:{}", p.data_dir.join(DB_FILE).display()).into(),
+    let server_dir = p.data_dir.join("server");
+    let mut a: Vec<OsString> = match ctx.study.target.engine.as_str() {
+        "postgres" => vec!["--target".into(), "managed-postgres".into(), "--data-dir".into(), server_dir.into()],
+        "mariadb" => vec!["--target".into(), "managed-mariadb".into(), "--data-dir".into(), server_dir.into()],
+        _ => vec!["--target".into(), format!("sqlite:{}", p.data_dir.join(DB_FILE).display()).into()],
+    };
+    for (k, v) in ctx.study.target.settings.iter().chain(p.server_settings.iter().map(|(k, v)| (k, v))) {
+        a.extend(["--server-setting".into(), format!("{k}={v}").into()]);
+    }
+    a.extend([
         "--workload".into(),
         w.name.clone().into(),
         "--size".into(),
         w.size.clone().into(),
         "--seed".into(),
         ctx.study.seed.to_string().into(),
-    ];
+    ]);
     if let Some((key, kind)) = &p.key {
         a.extend(["--key-file".into(), key.into(), "--key-kind".into(), format!("{kind:?}").to_lowercase().into()]);
     }
@@ -127,7 +134,9 @@ pub fn run(
     let interval = (w.duration / 12).clamp(Duration::from_secs(1), Duration::from_secs(10));
     cmd.args(["--report-interval".to_string(), format!("{}", interval.as_secs_f64())]);
     cmd.arg("--json").arg(&json).args(&p.run_args).envs(p.env.iter().map(|(k, v)| (k, v)));
-    if keep_for_scan {
+    // A server's data directory already holds the pristine database, its logs and WAL;
+    // SQLite's run copy is kept so the scan also sees what a run wrote.
+    if keep_for_scan && ctx.study.target.engine == "sqlite" {
         cmd.arg("--keep-db").arg(p.data_dir.join(SCAN_COPY));
     }
     let status = wait(cmd, log)?;

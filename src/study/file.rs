@@ -44,15 +44,22 @@ impl Default for Blocks {
     }
 }
 
+/// Where the variants run: embedded SQLite, or a private PostgreSQL or MariaDB instance per
+/// variant, whose data directory lives on the variant's storage.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TargetConfig {
     pub engine: String,
+    /// Server settings for managed instances, e.g. { shared_buffers = "256MB" }.
+    #[serde(default)]
+    pub settings: std::collections::BTreeMap<String, String>,
 }
+
+pub const ENGINES: &[&str] = &["sqlite", "postgres", "mariadb"];
 
 impl Default for TargetConfig {
     fn default() -> Self {
-        Self { engine: "sqlite".into() }
+        Self { engine: "sqlite".into(), settings: Default::default() }
     }
 }
 
@@ -138,8 +145,17 @@ impl StudyFile {
         let at = |needle: &str| {
             text.lines().position(|l| l.contains(needle)).map_or(String::new(), |i| format!("line {}: ", i + 1))
         };
-        if self.target.engine != "sqlite" {
-            bail!("{}target.engine '{}' is not supported yet; use \"sqlite\"", at("engine"), self.target.engine);
+        if !ENGINES.contains(&self.target.engine.as_str()) {
+            bail!(
+                "{}target.engine '{}' is unknown; use one of {}",
+                at("engine"),
+                self.target.engine,
+                ENGINES.join(", ")
+            );
+        }
+        for (k, v) in &self.target.settings {
+            crate::targets::managed_pg::parse_setting(&format!("{k}={v}"))
+                .map_err(|e| anyhow::anyhow!("{}target.settings: {e}", at(k)))?;
         }
         if self.workload.name != "ds2" {
             bail!("{}workload.name '{}' is unknown; available: ds2", at("name"), self.workload.name);

@@ -71,6 +71,8 @@ fn run_blocks(study: &StudyFile, text: &str, opts: Options, store: &mut Store, i
     }
     let started_at = now();
     let work = tempfile::Builder::new().prefix(".work-").tempdir_in(&out_dir)?;
+    // Managed servers run as their own system users and must be able to reach their data.
+    std::fs::set_permissions(work.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
     let exe = std::env::current_exe()?;
     let ctx = child::Context { exe: &exe, study, out: &out_dir };
 
@@ -193,7 +195,7 @@ fn run_blocks(study: &StudyFile, text: &str, opts: Options, store: &mut Store, i
 }
 
 fn prepare(ctx: &child::Context, v: &VariantConfig, dir: &Path) -> Result<Prepared> {
-    v.preflight()?;
+    v.preflight(&ctx.study.target.engine)?;
     std::fs::create_dir_all(dir)?;
     let p = v.setup(dir)?;
     child::build(ctx, v, &p)?;

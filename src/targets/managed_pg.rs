@@ -24,9 +24,10 @@ pub struct ManagedPg {
 /// A server setting (`name=value`) passed to postgres on start.
 pub fn parse_setting(s: &str) -> Result<(String, String)> {
     let (k, v) = s.split_once('=').context("expected NAME=VALUE, e.g. shared_buffers=256MB")?;
-    let ok = |x: &str| !x.is_empty() && x.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
-    if !ok(k) || !ok(v) {
-        bail!("server setting '{s}' must be NAME=VALUE with letters, digits, '.', '_' or '-'");
+    let ok =
+        |x: &str, extra: &[u8]| !x.is_empty() && x.bytes().all(|b| b.is_ascii_alphanumeric() || extra.contains(&b));
+    if !ok(k, b"._-") || !ok(v, b"._-/:,") {
+        bail!("server setting '{s}' must be NAME=VALUE with letters, digits and . _ - (the value also / : ,)");
     }
     Ok((k.into(), v.into()))
 }

@@ -101,11 +101,42 @@ pub struct MyTarget {
     info: MyConnInfo,
     location: String,
     server: Keepalive,
+    /// Data-at-rest encryption is configured: confirm it before every run.
+    require_encryption: bool,
 }
 
+/// How long to wait for InnoDB's background threads to finish encrypting tablespaces.
+const ENCRYPTION_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
+
 impl MyTarget {
-    pub fn new(info: MyConnInfo, location: String, server: Keepalive) -> Self {
-        Self { info, location, server }
+    pub fn new(info: MyConnInfo, location: String, server: Keepalive, require_encryption: bool) -> Self {
+        Self { info, location, server, require_encryption }
+    }
+
+    /// Waits until information_schema shows every InnoDB tablespace encrypted and settled.
+    /// The temporary tablespace is left out: it is rebuilt at every start, its pages follow
+    /// `innodb_encrypt_temporary_tables`, and information_schema does not report it.
+    fn confirm_encrypted(&self) -> Result<()> {
+        let sql = "SELECT t.NAME FROM information_schema.INNODB_SYS_TABLESPACES t \
+                   LEFT JOIN information_schema.INNODB_TABLESPACES_ENCRYPTION e ON e.SPACE = t.SPACE \
+                   WHERE t.NAME <> 'innodb_temporary' \
+                   AND (e.SPACE IS NULL OR e.ENCRYPTION_SCHEME = 0 OR e.ROTATING_OR_FLUSHING = 1)";
+        let mut c = self.info.connect(None)?;
+        let t = std::time::Instant::now();
+        loop {
+            let plain: Vec<String> = c.query(sql)?;
+            if plain.is_empty() {
+                return Ok(());
+            }
+            if t.elapsed() > ENCRYPTION_WAIT {
+                bail!(
+                    "data-at-rest encryption is configured but {} tablespaces are not encrypted, e.g. {}",
+                    plain.len(),
+                    plain[0]
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
     }
 
     fn db(&self, name: String) -> MyDb {
@@ -162,6 +193,9 @@ impl Target for MyTarget {
             stmts.push(format!("INSERT INTO {name}.{t} SELECT * FROM {from}.{t}"));
         }
         self.info.admin(&stmts).with_context(|| format!("cannot copy database {from} for the run"))?;
+        if self.require_encryption {
+            self.confirm_encrypted()?;
+        }
         Ok(Box::new(copy))
     }
 }

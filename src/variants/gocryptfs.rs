@@ -18,6 +18,11 @@ pub fn preflight() -> Result<()> {
     Ok(())
 }
 
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
 /// Unmounts when dropped; falls back to a lazy unmount if the mount stays busy.
 struct Mount(PathBuf);
 
@@ -53,7 +58,16 @@ pub fn setup(dir: &Path, env: &[(String, String)]) -> Result<Prepared> {
         pass.0.as_os_str(),
         cipher.as_os_str(),
     ])?;
-    gocryptfs(&["-q".as_ref(), "-passfile".as_ref(), pass.0.as_os_str(), cipher.as_os_str(), p.data_dir.as_os_str()])?;
+    // allow_other: a managed server runs as its own user and must see the mount too.
+    let allow_other: &std::ffi::OsStr = if is_root() { "-allow_other".as_ref() } else { "-q".as_ref() };
+    gocryptfs(&[
+        "-q".as_ref(),
+        allow_other,
+        "-passfile".as_ref(),
+        pass.0.as_os_str(),
+        cipher.as_os_str(),
+        p.data_dir.as_os_str(),
+    ])?;
     p.guards.push(Box::new(Mount(p.data_dir.clone())));
     // The passphrase is only needed to mount; it goes at once.
     drop(pass);

@@ -7,6 +7,7 @@
 
 mod fscrypt;
 mod gocryptfs;
+mod mariadb_tde;
 mod sqlcipher;
 
 use crate::targets::sqlite::KeyKind;
@@ -47,6 +48,9 @@ pub enum Kind {
     Sqlcipher(sqlcipher::Settings),
     /// The database inside a gocryptfs (FUSE, AES-256-GCM) mount.
     Gocryptfs {},
+    /// MariaDB's own data-at-rest encryption (InnoDB, redo log, temp files, Aria).
+    #[serde(rename = "mariadb-tde")]
+    MariadbTde(mariadb_tde::Settings),
     /// The database in an fscrypt-encrypted directory (kernel AES-256-XTS) on an ext4 loop image.
     Fscrypt(fscrypt::Settings),
     /// Test-only: plain, plus a fixed busy-wait inside every transaction, to check that
@@ -87,6 +91,8 @@ pub struct Prepared {
     /// SQLCipher key file and its kind, when the database itself is encrypted.
     pub key: Option<(PathBuf, KeyKind)>,
     pub cipher_pragmas: Vec<String>,
+    /// Settings for a managed server (MariaDB encryption, for example).
+    pub server_settings: Vec<(String, String)>,
     /// Environment for each run's child process.
     pub env: Vec<(String, String)>,
     /// Extra `dbvs run` arguments (the test-only delay).
@@ -116,6 +122,7 @@ impl Prepared {
             data_dir,
             key: None,
             cipher_pragmas: vec![],
+            server_settings: vec![],
             env: vec![],
             run_args: vec![],
             encrypted: false,
@@ -131,6 +138,9 @@ impl VariantConfig {
             Kind::Sqlcipher(s) => ("database (SQLCipher page encryption)", sqlcipher::CIPHER, Some(256), s.describe()),
             Kind::Gocryptfs {} => ("file system (gocryptfs, FUSE)", gocryptfs::CIPHER, Some(256), BTreeMap::new()),
             Kind::Fscrypt(s) => ("file system (fscrypt, kernel)", fscrypt::CIPHER, Some(512), s.describe()),
+            Kind::MariadbTde(s) => {
+                ("database (MariaDB data-at-rest encryption)", mariadb_tde::CIPHER, Some(256), s.describe())
+            }
             Kind::Delay { per_transaction } => (
                 "none (test-only injected delay)",
                 "none",
@@ -148,8 +158,15 @@ impl VariantConfig {
         }
     }
 
-    /// Checks that this host can run the variant; the error names what to install.
-    pub fn preflight(&self) -> Result<()> {
+    /// Checks that this host and engine can run the variant; the error names what to install.
+    pub fn preflight(&self, engine: &str) -> Result<()> {
+        match (&self.kind, engine) {
+            (Kind::Sqlcipher(_), e) if e != "sqlite" => bail!("sqlcipher applies to the sqlite engine only, not {e}"),
+            (Kind::MariadbTde(_), e) if e != "mariadb" => {
+                bail!("mariadb-tde applies to the mariadb engine only, not {e}")
+            }
+            _ => {}
+        }
         match &self.kind {
             Kind::Fscrypt(_) if !self.aesni => {
                 bail!("aesni = false cannot apply to fscrypt: its AES runs in the kernel, not in OpenSSL or Go")
@@ -157,6 +174,7 @@ impl VariantConfig {
             Kind::Gocryptfs {} => gocryptfs::preflight(),
             Kind::Fscrypt(_) => fscrypt::preflight(),
             Kind::Sqlcipher(s) => s.preflight(),
+            Kind::MariadbTde(_) => mariadb_tde::preflight(),
             Kind::Plain {} | Kind::Delay { .. } => Ok(()),
         }
     }
@@ -174,6 +192,7 @@ impl VariantConfig {
             Kind::Sqlcipher(s) => s.setup(dir)?,
             Kind::Gocryptfs {} => gocryptfs::setup(dir, &gocryptfs_env)?,
             Kind::Fscrypt(s) => s.setup(dir)?,
+            Kind::MariadbTde(s) => s.setup(dir)?,
         };
         if !self.aesni {
             p.env.extend(aesni_off_env());
