@@ -171,3 +171,21 @@ fn help_explains_every_flag() {
         assert!(h.contains(flag), "run --help lacks {flag}");
     }
 }
+
+#[test]
+fn a_cold_run_drops_the_page_cache_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = ok(&[
+        "run",
+        "--target",
+        &target(dir.path(), "c.db"),
+        "--size",
+        "1MB",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0",
+        "--cold",
+    ]);
+    assert!(stdout(&o).contains("completed"), "{}", stdout(&o));
+}

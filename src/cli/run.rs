@@ -41,6 +41,10 @@ pub struct RunArgs {
     /// path for SQLite, a database name on a server.
     #[arg(long, value_name = "NAME")]
     keep_db: Option<String>,
+    /// Start cold: flush and drop the OS page cache before the run (needs root), as the seeds
+    /// rebooted between runs. A managed server is always freshly started for each run.
+    #[arg(long)]
+    cold: bool,
     /// Do not record the run in the results store.
     #[arg(long)]
     no_store: bool,
@@ -68,6 +72,9 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
         dbvs_version: env!("CARGO_PKG_VERSION"),
     };
     let copy = target.fresh_copy()?;
+    if args.cold {
+        drop_caches()?;
+    }
     if crate::interrupt::interrupted() {
         return Err(crate::interrupt::Interrupted.into());
     }
@@ -148,4 +155,12 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
             ExitCode::FAILURE
         }
     })
+}
+
+/// Writes dirty pages out and empties the page cache, so the run starts from disk.
+fn drop_caches() -> Result<()> {
+    // SAFETY: sync has no preconditions.
+    unsafe { libc::sync() };
+    std::fs::write("/proc/sys/vm/drop_caches", "3\n")
+        .map_err(|e| anyhow::anyhow!("--cold cannot drop the page cache ({e}); run as root, or leave out --cold"))
 }

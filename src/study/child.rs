@@ -136,6 +136,9 @@ pub fn run(
     cmd.arg("--json").arg(&json).args(&p.run_args).envs(p.env.iter().map(|(k, v)| (k, v)));
     // A server's data directory already holds the pristine database, its logs and WAL;
     // SQLite's run copy is kept so the scan also sees what a run wrote.
+    if w.cold {
+        cmd.arg("--cold");
+    }
     if keep_for_scan && ctx.study.target.engine == "sqlite" {
         cmd.arg("--keep-db").arg(p.data_dir.join(SCAN_COPY));
     }

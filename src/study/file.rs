@@ -79,6 +79,9 @@ pub struct WorkloadConfig {
     pub think_time: Duration,
     #[serde(default = "default_ramp_rate")]
     pub ramp_rate: f64,
+    /// Drop the OS page cache before every run.
+    #[serde(default)]
+    pub cold: bool,
     // DS2's mix parameters, each defaulting like `dbvs run`.
     pub pct_newcustomers: Option<u32>,
     pub n_searches: Option<u32>,

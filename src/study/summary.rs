@@ -170,6 +170,7 @@ fn workload_params(w: &super::file::WorkloadConfig) -> serde_json::Value {
         "warmup_s": w.warmup.as_secs_f64(),
         "think_time_s": w.think_time.as_secs_f64(),
         "ramp_rate": w.ramp_rate,
+        "cold": w.cold,
         "mix": w.mix(),
     })
 }

@@ -67,10 +67,16 @@ pub struct WorkloadArgs {
 pub fn ensure_identity(wanted: &BuildMeta, found: &BuildMeta, location: &str) -> Result<()> {
     for (k, v) in wanted {
         let have = found.get(k).map_or("(none)", String::as_str);
+        if have != v && k == "format" {
+            anyhow::bail!(
+                "the database at {location} uses data format {have} of an older dbvs (now {v}); \
+                 rebuild it with 'dbvs build --force' and the same target"
+            );
+        }
         if have != v {
             anyhow::bail!(
                 "the database at {location} was built with {k} {have}, but this run asks for {k} {v}; \
-                 pass the same --{k}, or delete the file to rebuild it"
+                 pass the same --{k}, or rebuild it with 'dbvs build --force'"
             );
         }
     }
