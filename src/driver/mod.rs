@@ -22,6 +22,30 @@ pub trait Worker {
     fn run_unit(&mut self, rec: &mut UnitRecorder) -> anyhow::Result<Outcome>;
 }
 
+/// Restarts of one transaction before the run fails: a database that conflicts this often
+/// is not being measured any more.
+pub const MAX_RESTARTS: u32 = 100;
+
+/// Runs `attempt` until it succeeds, restarting it (and counting a retry) while it fails
+/// with an error `retryable` accepts: a deadlock, a serialization failure, a busy database.
+pub fn restarting<T, E>(
+    rec: &mut UnitRecorder,
+    retryable: impl Fn(&E) -> bool,
+    mut attempt: impl FnMut() -> Result<T, E>,
+) -> anyhow::Result<T>
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    for _ in 0..MAX_RESTARTS {
+        match attempt() {
+            Ok(v) => return Ok(v),
+            Err(e) if retryable(&e) => rec.retry(),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    anyhow::bail!("one transaction conflicted or found the database busy {MAX_RESTARTS} times in a row")
+}
+
 /// How the driver paces the run.
 #[derive(Clone, Debug, Serialize)]
 pub struct Pacing {

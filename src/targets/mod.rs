@@ -155,6 +155,40 @@ pub fn parse(spec: &str, opts: TargetOptions) -> Result<Box<dyn Target>> {
     }
 }
 
+/// Where a server URL points. Passwords are refused in URLs: command lines are visible to
+/// every user of the machine.
+pub struct ServerUrl {
+    pub host: String,
+    pub port: u16,
+    pub user: String,
+    pub dbname: String,
+}
+
+/// A database name dbvs can splice into SQL safely.
+pub(crate) fn valid_identifier(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 40 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// Parses `SCHEME://USER@HOST[:PORT]/DB` for one of `schemes` (e.g. `postgres`).
+pub fn parse_server_url(url: &str, schemes: &[&str], default_port: u16, password_env: &str) -> Result<ServerUrl> {
+    let hint = format!("expected {}://USER@HOST[:PORT]/DATABASE", schemes[0]);
+    let rest = schemes.iter().find_map(|s| url.strip_prefix(s)?.strip_prefix("://")).with_context(|| hint.clone())?;
+    let (auth, rest) = rest.split_once('@').with_context(|| format!("invalid target '{url}': no USER@; {hint}"))?;
+    if auth.contains(':') {
+        bail!("do not put the password in the target URL (it shows in process listings); set {password_env} or use --password-file");
+    }
+    let (hostport, db) =
+        rest.split_once('/').with_context(|| format!("invalid target '{url}': no /DATABASE; {hint}"))?;
+    let (host, port) = match hostport.rsplit_once(':') {
+        Some((h, p)) => (h, p.parse().with_context(|| format!("invalid port '{p}' in '{url}'"))?),
+        None => (hostport, default_port),
+    };
+    if auth.is_empty() || host.is_empty() || !valid_identifier(db) {
+        bail!("invalid target '{url}': {hint}, with a database name of letters, digits and _");
+    }
+    Ok(ServerUrl { host: host.into(), port, user: auth.into(), dbname: db.into() })
+}
+
 const META_TABLE: &str = "dbvs_meta";
 
 /// Writes build metadata into the database being built.

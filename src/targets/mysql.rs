@@ -6,7 +6,7 @@
 //! table) in `<db>_run_<pid>`, dropped afterwards; builds go into `<db>_building_<pid>` and
 //! their tables are renamed into place when complete.
 
-use super::{BuildMeta, Connection, Database, Keepalive, RunCopy, StagedBuild, Target, TargetInfo};
+use super::{valid_identifier, BuildMeta, Connection, Database, Keepalive, RunCopy, StagedBuild, Target, TargetInfo};
 use anyhow::{bail, Context, Result};
 use mysql::prelude::Queryable;
 use std::collections::BTreeMap;
@@ -30,29 +30,11 @@ pub fn dialect(portable_sql: &str) -> String {
     portable_sql.replace(" AS BIGINT)", " AS SIGNED)")
 }
 
-fn valid_identifier(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 40 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-}
-
 impl MyConnInfo {
     /// Parses `mysql://user@host[:port]/db`; a password in the URL is refused.
     pub fn parse(url: &str, password: Option<String>) -> Result<Self> {
-        let hint = "expected mysql://USER@HOST[:PORT]/DATABASE";
-        let rest = url.strip_prefix("mysql://").or_else(|| url.strip_prefix("mariadb://")).context(hint)?;
-        let (auth, rest) = rest.split_once('@').with_context(|| format!("invalid target '{url}': no USER@; {hint}"))?;
-        if auth.contains(':') {
-            bail!("do not put the password in the target URL (it shows in process listings); set MYSQL_PWD or use --password-file");
-        }
-        let (hostport, db) =
-            rest.split_once('/').with_context(|| format!("invalid target '{url}': no /DATABASE; {hint}"))?;
-        let (host, port) = match hostport.rsplit_once(':') {
-            Some((h, p)) => (h, p.parse().with_context(|| format!("invalid port '{p}' in '{url}'"))?),
-            None => (hostport, 3306),
-        };
-        if auth.is_empty() || host.is_empty() || !valid_identifier(db) {
-            bail!("invalid target '{url}': {hint}, with a database name of letters, digits and _");
-        }
-        Ok(Self { host: host.into(), port, user: auth.into(), password, dbname: db.into() })
+        let u = super::parse_server_url(url, &["mysql", "mariadb"], 3306, "MYSQL_PWD")?;
+        Ok(Self { host: u.host, port: u.port, user: u.user, password, dbname: u.dbname })
     }
 
     pub fn connect(&self, db: Option<&str>) -> Result<mysql::Conn> {

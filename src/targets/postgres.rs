@@ -5,7 +5,7 @@
 //! `CREATE DATABASE <db>_run_<pid> TEMPLATE <db>`, dropped afterwards. Builds go into
 //! `<db>_building_<pid>` and are renamed when complete. The user needs CREATEDB.
 
-use super::{BuildMeta, Connection, Database, Keepalive, RunCopy, StagedBuild, Target, TargetInfo};
+use super::{valid_identifier, BuildMeta, Connection, Database, Keepalive, RunCopy, StagedBuild, Target, TargetInfo};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 
@@ -29,22 +29,8 @@ impl PgConnInfo {
     /// Parses `postgres://user@host[:port]/db`; a password in the URL is refused because
     /// command lines are visible to every user of the machine.
     pub fn parse(url: &str, password: Option<String>) -> Result<Self> {
-        let hint = "expected postgres://USER@HOST[:PORT]/DATABASE";
-        let rest = url.strip_prefix("postgres://").or_else(|| url.strip_prefix("postgresql://")).context(hint)?;
-        let (auth, rest) = rest.split_once('@').with_context(|| format!("invalid target '{url}': no USER@; {hint}"))?;
-        if auth.contains(':') {
-            bail!("do not put the password in the target URL (it shows in process listings); set PGPASSWORD or use --password-file");
-        }
-        let (hostport, db) =
-            rest.split_once('/').with_context(|| format!("invalid target '{url}': no /DATABASE; {hint}"))?;
-        let (host, port) = match hostport.rsplit_once(':') {
-            Some((h, p)) => (h, p.parse().with_context(|| format!("invalid port '{p}' in '{url}'"))?),
-            None => (hostport, 5432),
-        };
-        if auth.is_empty() || host.is_empty() || !valid_identifier(db) {
-            bail!("invalid target '{url}': {hint}, with a database name of letters, digits and _");
-        }
-        Ok(Self { host: host.into(), port, user: auth.into(), password, dbname: db.into() })
+        let u = super::parse_server_url(url, &["postgres", "postgresql"], 5432, "PGPASSWORD")?;
+        Ok(Self { host: u.host, port: u.port, user: u.user, password, dbname: u.dbname })
     }
 
     fn config(&self, dbname: &str) -> postgres::Config {
@@ -84,10 +70,6 @@ impl PgConnInfo {
 pub fn is_retryable(e: &::postgres::Error) -> bool {
     use ::postgres::error::SqlState;
     matches!(e.code(), Some(c) if *c == SqlState::T_R_DEADLOCK_DETECTED || *c == SqlState::T_R_SERIALIZATION_FAILURE)
-}
-
-fn valid_identifier(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 40 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 pub struct PgTarget {

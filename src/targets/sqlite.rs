@@ -245,6 +245,35 @@ pub struct SqliteConnection {
     pub gate: WriteGate,
 }
 
+impl SqliteConnection {
+    /// Runs `body` as one write transaction: queued behind the write gate, `BEGIN
+    /// IMMEDIATE`, committed unless `body` ended the transaction itself (a rollback), and
+    /// restarted while the database is busy (another process holds the lock).
+    pub fn write<T>(
+        &self,
+        rec: &mut crate::driver::UnitRecorder,
+        mut body: impl FnMut(&rusqlite::Connection) -> rusqlite::Result<T>,
+    ) -> Result<T> {
+        let (_turn, waited) = self.gate.enter();
+        rec.lock_waits(u64::from(waited));
+        let c = &self.conn;
+        let result = crate::driver::restarting(rec, is_busy, || {
+            let outcome = c.execute_batch("BEGIN IMMEDIATE").and_then(|_| body(c)).and_then(|v| {
+                if !c.is_autocommit() {
+                    c.execute_batch("COMMIT")?;
+                }
+                Ok(v)
+            });
+            if outcome.is_err() && !c.is_autocommit() {
+                c.execute_batch("ROLLBACK")?;
+            }
+            outcome
+        });
+        rec.lock_waits(take_lock_waits());
+        result
+    }
+}
+
 impl std::ops::Deref for SqliteConnection {
     type Target = rusqlite::Connection;
     fn deref(&self) -> &rusqlite::Connection {

@@ -6,11 +6,11 @@
 //! are counted.
 
 use super::build::{Batch, Loader as LoaderTrait};
-use super::order::{Browse, Cart, Session as SessionTrait};
-use super::{data::Customer, RESTOCK_FLOOR};
-use crate::driver::{Outcome, UnitRecorder};
+use super::data::Customer;
+use super::order::{place_order, Browse, Cart, PurchaseSteps, Session as SessionTrait};
+use crate::driver::{restarting, Outcome, UnitRecorder};
 use crate::targets::mysql::is_retryable;
-use anyhow::{bail, Result};
+use anyhow::Result;
 use mysql::prelude::Queryable;
 use mysql::{Conn, Statement, TxOpts};
 
@@ -162,6 +162,38 @@ fn customer_row(c: &Customer) -> String {
 
 const PRODUCT_COLUMNS: &str = "prod_id, category, title, actor, CAST(price AS DOUBLE), special, common_prod_id";
 
+struct Steps<'a, 't> {
+    tx: &'a mut mysql::Transaction<'t>,
+    st: &'a Prepared,
+}
+
+impl PurchaseSteps for Steps<'_, '_> {
+    type Error = mysql::Error;
+
+    fn insert_order(&mut self, customer: i64, cart: &Cart) -> Result<i64, mysql::Error> {
+        self.tx.exec_drop(&self.st.insert_order, (customer, cart.net, cart.tax, cart.total))?;
+        Ok(self.tx.last_insert_id().unwrap_or(0) as i64)
+    }
+
+    fn stock_for_update(&mut self, product: i64) -> Result<i64, mysql::Error> {
+        Ok(self.tx.exec_first::<(i64, i64), _, _>(&self.st.stock, (product,))?.map_or(0, |(stock, _)| stock))
+    }
+
+    fn sell_and_reorder(&mut self, product: i64, qty: i32, left: i64) -> Result<(), mysql::Error> {
+        self.tx.exec_drop(&self.st.add_sales, (qty, product))?;
+        self.tx.exec_drop(&self.st.reorder, (product, left))
+    }
+
+    fn sell(&mut self, product: i64, qty: i32, left: i64) -> Result<(), mysql::Error> {
+        self.tx.exec_drop(&self.st.set_stock, (left, qty, product))
+    }
+
+    fn add_line(&mut self, order: i64, line: usize, product: i64, qty: i32, customer: i64) -> Result<(), mysql::Error> {
+        self.tx.exec_drop(&self.st.insert_line, (line, order, product, qty))?;
+        self.tx.exec_drop(&self.st.insert_hist, (customer, order, product))
+    }
+}
+
 struct Prepared {
     login: Statement,
     history: Statement,
@@ -223,8 +255,6 @@ fn all_words(text: &str) -> String {
         .join(" ")
 }
 
-const MAX_RESTARTS: u32 = 100;
-
 impl SessionTrait for Session {
     fn login(&mut self, username: &str) -> Result<Option<i64>> {
         let Some(id) = self.c.exec_first::<i64, _, _>(&self.st.login, (username, "password"))? else {
@@ -275,38 +305,16 @@ impl SessionTrait for Session {
     }
 
     fn purchase(&mut self, customer: i64, cart: &Cart, rec: &mut UnitRecorder) -> Result<Outcome> {
-        for _ in 0..MAX_RESTARTS {
-            let st = &self.st;
-            let attempt = (|| -> Result<Outcome, mysql::Error> {
-                let mut tx = self.c.start_transaction(TxOpts::default())?;
-                tx.exec_drop(&st.insert_order, (customer, cart.net, cart.tax, cart.total))?;
-                let order = tx.last_insert_id().unwrap_or(0);
-                for (i, &(prod, qty)) in cart.lines.iter().enumerate() {
-                    let (stock, _sales): (i64, i64) = tx.exec_first(&st.stock, (prod,))?.unwrap_or((0, 0));
-                    let left = stock - i64::from(qty);
-                    if left < 0 {
-                        tx.rollback()?;
-                        return Ok(Outcome::RolledBack);
-                    }
-                    if left < RESTOCK_FLOOR {
-                        tx.exec_drop(&st.add_sales, (qty, prod))?;
-                        tx.exec_drop(&st.reorder, (prod, left))?;
-                    } else {
-                        tx.exec_drop(&st.set_stock, (left, qty, prod))?;
-                    }
-                    tx.exec_drop(&st.insert_line, (i + 1, order, prod, qty))?;
-                    tx.exec_drop(&st.insert_hist, (customer, order, prod))?;
-                }
-                tx.commit()?;
-                Ok(Outcome::Committed)
-            })();
-            match attempt {
-                Ok(o) => return Ok(o),
-                Err(e) if is_retryable(&e) => rec.retry(),
-                Err(e) => return Err(e.into()),
+        let (c, st) = (&mut self.c, &self.st);
+        restarting(rec, is_retryable, || {
+            let mut tx = c.start_transaction(TxOpts::default())?;
+            let outcome = place_order(&mut Steps { tx: &mut tx, st }, customer, cart)?;
+            match outcome {
+                Outcome::Committed => tx.commit()?,
+                Outcome::RolledBack => tx.rollback()?,
             }
-        }
-        bail!("a purchase deadlocked or timed out on locks {MAX_RESTARTS} times in a row")
+            Ok(outcome)
+        })
     }
 
     fn take_lock_waits(&mut self) -> u64 {

@@ -32,6 +32,41 @@ pub struct Cart {
     pub total: f64,
 }
 
+/// The SQL steps of a purchase on one engine, inside an open transaction. The flow and the
+/// restock rule live once, in [`place_order`], so every engine applies the same rule.
+pub trait PurchaseSteps {
+    type Error;
+    /// Inserts the order row and returns its id.
+    fn insert_order(&mut self, customer: i64, cart: &Cart) -> Result<i64, Self::Error>;
+    /// Reads a product's stock, locking its row until the transaction ends.
+    fn stock_for_update(&mut self, product: i64) -> Result<i64, Self::Error>;
+    /// Stock stays (restock rule): count the sale and record a REORDER row.
+    fn sell_and_reorder(&mut self, product: i64, qty: i32, left: i64) -> Result<(), Self::Error>;
+    /// Takes the units from stock and counts the sale.
+    fn sell(&mut self, product: i64, qty: i32, left: i64) -> Result<(), Self::Error>;
+    /// Writes the order line and the customer's history row.
+    fn add_line(&mut self, order: i64, line: usize, product: i64, qty: i32, customer: i64) -> Result<(), Self::Error>;
+}
+
+/// A purchase: the order, then each line against the stock. Returns `RolledBack` as soon as
+/// a line lacks stock; the caller then rolls the whole transaction back.
+pub fn place_order<S: PurchaseSteps>(tx: &mut S, customer: i64, cart: &Cart) -> Result<Outcome, S::Error> {
+    let order = tx.insert_order(customer, cart)?;
+    for (i, &(product, qty)) in cart.lines.iter().enumerate() {
+        let left = tx.stock_for_update(product)? - i64::from(qty);
+        if left < 0 {
+            return Ok(Outcome::RolledBack);
+        }
+        if left < super::RESTOCK_FLOOR {
+            tx.sell_and_reorder(product, qty, left)?;
+        } else {
+            tx.sell(product, qty, left)?;
+        }
+        tx.add_line(order, i + 1, product, qty, customer)?;
+    }
+    Ok(Outcome::Committed)
+}
+
 /// The DS2 operations on one engine connection.
 pub trait Session {
     /// Looks the customer up and reads their recent purchase history; `None` if unknown.

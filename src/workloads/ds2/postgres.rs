@@ -6,11 +6,11 @@
 //! deadlocks and serialization failures restart the transaction and are counted.
 
 use super::build::{Batch, Loader as LoaderTrait};
-use super::order::{Browse, Cart, Session as SessionTrait};
-use super::{data::Customer, RESTOCK_FLOOR};
-use crate::driver::{Outcome, UnitRecorder};
+use super::data::Customer;
+use super::order::{place_order, Browse, Cart, PurchaseSteps, Session as SessionTrait};
+use crate::driver::{restarting, Outcome, UnitRecorder};
 use crate::targets::postgres::is_retryable;
-use anyhow::{bail, Result};
+use anyhow::Result;
 use postgres::{Client, Statement};
 use std::io::Write;
 
@@ -157,6 +157,49 @@ impl LoaderTrait for Loader<'_> {
 
 const PRODUCT_COLUMNS: &str = "prod_id, category, title, actor, price::float8, special, common_prod_id";
 
+struct Steps<'a, 't> {
+    tx: &'a mut postgres::Transaction<'t>,
+    st: &'a Prepared,
+}
+
+impl PurchaseSteps for Steps<'_, '_> {
+    type Error = postgres::Error;
+
+    fn insert_order(&mut self, customer: i64, cart: &Cart) -> Result<i64, postgres::Error> {
+        let row = self.tx.query_one(&self.st.insert_order, &[&(customer as i32), &cart.net, &cart.tax, &cart.total])?;
+        Ok(row.get::<_, i32>(0).into())
+    }
+
+    fn stock_for_update(&mut self, product: i64) -> Result<i64, postgres::Error> {
+        Ok(self.tx.query_one(&self.st.stock, &[&(product as i32)])?.get::<_, i32>(0).into())
+    }
+
+    fn sell_and_reorder(&mut self, product: i64, qty: i32, left: i64) -> Result<(), postgres::Error> {
+        self.tx.execute(&self.st.add_sales, &[&qty, &(product as i32)])?;
+        self.tx.execute(&self.st.reorder, &[&(product as i32), &(left as i32)])?;
+        Ok(())
+    }
+
+    fn sell(&mut self, product: i64, qty: i32, left: i64) -> Result<(), postgres::Error> {
+        self.tx.execute(&self.st.set_stock, &[&(left as i32), &qty, &(product as i32)])?;
+        Ok(())
+    }
+
+    fn add_line(
+        &mut self,
+        order: i64,
+        line: usize,
+        product: i64,
+        qty: i32,
+        customer: i64,
+    ) -> Result<(), postgres::Error> {
+        let (order, product) = (order as i32, product as i32);
+        self.tx.execute(&self.st.insert_line, &[&(line as i32), &order, &product, &qty])?;
+        self.tx.execute(&self.st.insert_hist, &[&(customer as i32), &order, &product])?;
+        Ok(())
+    }
+}
+
 /// Every statement a worker runs, prepared once per connection.
 struct Prepared {
     login: Statement,
@@ -214,8 +257,6 @@ impl Session {
     }
 }
 
-const MAX_RESTARTS: u32 = 100;
-
 impl SessionTrait for Session {
     fn login(&mut self, username: &str) -> Result<Option<i64>> {
         let Some(row) = self.c.query_opt(&self.st.login, &[&username, &"password"])? else {
@@ -269,40 +310,16 @@ impl SessionTrait for Session {
     }
 
     fn purchase(&mut self, customer: i64, cart: &Cart, rec: &mut UnitRecorder) -> Result<Outcome> {
-        let customer = customer as i32;
-        for _ in 0..MAX_RESTARTS {
-            let st = &self.st;
-            let attempt = (|| -> Result<Outcome, postgres::Error> {
-                let mut tx = self.c.transaction()?;
-                let order: i32 =
-                    tx.query_one(&st.insert_order, &[&customer, &cart.net, &cart.tax, &cart.total])?.get(0);
-                for (i, &(prod, qty)) in cart.lines.iter().enumerate() {
-                    let prod = prod as i32;
-                    let row = tx.query_one(&st.stock, &[&prod])?;
-                    let left = i64::from(row.get::<_, i32>(0)) - i64::from(qty);
-                    if left < 0 {
-                        tx.rollback()?;
-                        return Ok(Outcome::RolledBack);
-                    }
-                    if left < RESTOCK_FLOOR {
-                        tx.execute(&st.add_sales, &[&qty, &prod])?;
-                        tx.execute(&st.reorder, &[&prod, &(left as i32)])?;
-                    } else {
-                        tx.execute(&st.set_stock, &[&(left as i32), &qty, &prod])?;
-                    }
-                    tx.execute(&st.insert_line, &[&(i as i32 + 1), &order, &prod, &qty])?;
-                    tx.execute(&st.insert_hist, &[&customer, &order, &prod])?;
-                }
-                tx.commit()?;
-                Ok(Outcome::Committed)
-            })();
-            match attempt {
-                Ok(o) => return Ok(o),
-                Err(e) if is_retryable(&e) => rec.retry(),
-                Err(e) => return Err(e.into()),
+        let (c, st) = (&mut self.c, &self.st);
+        restarting(rec, is_retryable, || {
+            let mut tx = c.transaction()?;
+            let outcome = place_order(&mut Steps { tx: &mut tx, st }, customer, cart)?;
+            match outcome {
+                Outcome::Committed => tx.commit()?,
+                Outcome::RolledBack => tx.rollback()?,
             }
-        }
-        bail!("a purchase deadlocked or failed serialization {MAX_RESTARTS} times in a row")
+            Ok(outcome)
+        })
     }
 
     fn take_lock_waits(&mut self) -> u64 {

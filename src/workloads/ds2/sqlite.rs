@@ -4,11 +4,11 @@
 //! PRODUCTS never changes during a run, so the index needs no triggers.
 
 use super::build::{Batch, Loader as LoaderTrait};
-use super::order::{Browse, Cart, Session as SessionTrait};
-use super::{data::Customer, RESTOCK_FLOOR};
+use super::data::Customer;
+use super::order::{place_order, Browse, Cart, PurchaseSteps, Session as SessionTrait};
 use crate::driver::{Outcome, UnitRecorder};
-use crate::targets::sqlite::{is_busy, take_lock_waits, SqliteConnection};
-use anyhow::{bail, Result};
+use crate::targets::sqlite::{take_lock_waits, SqliteConnection};
+use anyhow::Result;
 use rusqlite::{params, Connection, OptionalExtension, ToSql};
 
 const SCHEMA: &str = "
@@ -149,43 +149,61 @@ impl Session {
     pub fn new(c: SqliteConnection) -> Self {
         Self(c)
     }
-
-    /// Runs a write transaction behind the write gate, restarting it while the database is
-    /// busy (another process holds the lock). Each restart is counted; a transaction that
-    /// stays busy for 100 restarts fails the run.
-    fn write<T>(
-        &mut self,
-        rec: &mut UnitRecorder,
-        mut body: impl FnMut(&Connection) -> rusqlite::Result<T>,
-    ) -> Result<T> {
-        const MAX_RESTARTS: u32 = 100;
-        let (_turn, waited) = self.0.gate.enter();
-        rec.lock_waits(u64::from(waited));
-        for _ in 0..MAX_RESTARTS {
-            let result = self.0.execute_batch("BEGIN IMMEDIATE").and_then(|_| body(&self.0));
-            match result {
-                Ok(v) => {
-                    if !self.0.is_autocommit() {
-                        self.0.execute_batch("COMMIT")?;
-                    }
-                    return Ok(v);
-                }
-                Err(e) => {
-                    if !self.0.is_autocommit() {
-                        self.0.execute_batch("ROLLBACK")?;
-                    }
-                    if !is_busy(&e) {
-                        return Err(e.into());
-                    }
-                    rec.retry();
-                }
-            }
-        }
-        bail!("database stayed locked through {MAX_RESTARTS} restarts of one transaction")
-    }
 }
 
 const PRODUCT_COLUMNS: &str = "p.prod_id, p.category, p.title, p.actor, p.price, p.special, p.common_prod_id";
+
+struct Steps<'c>(&'c Connection);
+
+impl PurchaseSteps for Steps<'_> {
+    type Error = rusqlite::Error;
+
+    fn insert_order(&mut self, customer: i64, cart: &Cart) -> rusqlite::Result<i64> {
+        self.0
+            .prepare_cached(
+                "INSERT INTO orders (orderdate, customerid, netamount, tax, totalamount) VALUES (date('now'), ?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![customer, cart.net, cart.tax, cart.total])?;
+        Ok(self.0.last_insert_rowid())
+    }
+
+    /// SQLite's write lock (BEGIN IMMEDIATE) already serializes purchases.
+    fn stock_for_update(&mut self, product: i64) -> rusqlite::Result<i64> {
+        self.0
+            .prepare_cached("SELECT quan_in_stock FROM inventory WHERE prod_id = ?1")?
+            .query_row([product], |r| r.get(0))
+    }
+
+    fn sell_and_reorder(&mut self, product: i64, qty: i32, left: i64) -> rusqlite::Result<()> {
+        self.0
+            .prepare_cached("UPDATE inventory SET sales = sales + ?1 WHERE prod_id = ?2")?
+            .execute(params![qty, product])?;
+        self.0
+            .prepare_cached("INSERT INTO reorder (prod_id, date_low, quan_low) VALUES (?1, date('now'), ?2)")?
+            .execute(params![product, left])?;
+        Ok(())
+    }
+
+    fn sell(&mut self, product: i64, qty: i32, left: i64) -> rusqlite::Result<()> {
+        self.0
+            .prepare_cached("UPDATE inventory SET quan_in_stock = ?1, sales = sales + ?2 WHERE prod_id = ?3")?
+            .execute(params![left, qty, product])?;
+        Ok(())
+    }
+
+    fn add_line(&mut self, order: i64, line: usize, product: i64, qty: i32, customer: i64) -> rusqlite::Result<()> {
+        self.0.prepare_cached("INSERT INTO orderlines VALUES (?1, ?2, ?3, ?4, date('now'))")?.execute(params![
+            line as i64,
+            order,
+            product,
+            qty
+        ])?;
+        self.0
+            .prepare_cached("INSERT INTO cust_hist VALUES (?1, ?2, ?3)")?
+            .execute(params![customer, order, product])?;
+        Ok(())
+    }
+}
 
 /// An FTS5 query for rows whose `column` holds every word of `text`.
 fn all_words(column: &str, text: &str) -> String {
@@ -212,7 +230,7 @@ impl SessionTrait for Session {
     }
 
     fn new_customer(&mut self, c: &Customer, rec: &mut UnitRecorder) -> Result<Option<i64>> {
-        self.write(rec, |conn| {
+        self.0.write(rec, |conn| {
             let exists = conn
                 .prepare_cached("SELECT 1 FROM customers WHERE username = ?1")?
                 .query_row([&c.username], |_| Ok(()))
@@ -261,34 +279,12 @@ impl SessionTrait for Session {
     }
 
     fn purchase(&mut self, customer: i64, cart: &Cart, rec: &mut UnitRecorder) -> Result<Outcome> {
-        self.write(rec, |conn| {
-            conn.prepare_cached(
-                "INSERT INTO orders (orderdate, customerid, netamount, tax, totalamount) VALUES (date('now'), ?1, ?2, ?3, ?4)",
-            )?
-            .execute(params![customer, cart.net, cart.tax, cart.total])?;
-            let order = conn.last_insert_rowid();
-            for (i, &(prod, qty)) in cart.lines.iter().enumerate() {
-                let (stock, _sales): (i64, i64) = conn
-                    .prepare_cached("SELECT quan_in_stock, sales FROM inventory WHERE prod_id = ?1")?
-                    .query_row([prod], |r| Ok((r.get(0)?, r.get(1)?)))?;
-                let left = stock - qty as i64;
-                if left < 0 {
-                    conn.execute_batch("ROLLBACK")?;
-                    return Ok(Outcome::RolledBack);
-                }
-                if left < RESTOCK_FLOOR {
-                    conn.prepare_cached("UPDATE inventory SET sales = sales + ?1 WHERE prod_id = ?2")?.execute(params![qty, prod])?;
-                    conn.prepare_cached("INSERT INTO reorder (prod_id, date_low, quan_low) VALUES (?1, date('now'), ?2)")?
-                        .execute(params![prod, left])?;
-                } else {
-                    conn.prepare_cached("UPDATE inventory SET quan_in_stock = ?1, sales = sales + ?2 WHERE prod_id = ?3")?
-                        .execute(params![left, qty, prod])?;
-                }
-                conn.prepare_cached("INSERT INTO orderlines VALUES (?1, ?2, ?3, ?4, date('now'))")?
-                    .execute(params![i as i64 + 1, order, prod, qty])?;
-                conn.prepare_cached("INSERT INTO cust_hist VALUES (?1, ?2, ?3)")?.execute(params![customer, order, prod])?;
+        self.0.write(rec, |conn| {
+            let outcome = place_order(&mut Steps(conn), customer, cart)?;
+            if outcome == Outcome::RolledBack {
+                conn.execute_batch("ROLLBACK")?;
             }
-            Ok(Outcome::Committed)
+            Ok(outcome)
         })
     }
 

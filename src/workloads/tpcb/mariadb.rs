@@ -1,9 +1,9 @@
 //! TPC-B on MariaDB (InnoDB): pgbench's schema and transaction as prepared statements.
 
 use super::{Pick, ACCOUNTS_PER_BRANCH, TELLERS_PER_BRANCH};
-use crate::driver::UnitRecorder;
+use crate::driver::{restarting, UnitRecorder};
 use crate::targets::mysql::is_retryable;
-use anyhow::{bail, Result};
+use anyhow::Result;
 use indicatif::ProgressBar;
 use mysql::prelude::Queryable;
 use mysql::{Conn, Statement, TxOpts};
@@ -65,24 +65,15 @@ impl Session {
 
 impl super::Session for Session {
     fn transaction(&mut self, p: &Pick, rec: &mut UnitRecorder) -> Result<()> {
-        const MAX_RESTARTS: u32 = 100;
-        for _ in 0..MAX_RESTARTS {
-            let st = &self.st;
-            let attempt = (|| -> Result<(), mysql::Error> {
-                let mut tx = self.c.start_transaction(TxOpts::default())?;
-                tx.exec_drop(&st[0], (p.delta, p.aid))?;
-                tx.exec_first::<i64, _, _>(&st[1], (p.aid,))?;
-                tx.exec_drop(&st[2], (p.delta, p.tid))?;
-                tx.exec_drop(&st[3], (p.delta, p.bid))?;
-                tx.exec_drop(&st[4], (p.tid, p.bid, p.aid, p.delta))?;
-                tx.commit()
-            })();
-            match attempt {
-                Ok(()) => return Ok(()),
-                Err(e) if is_retryable(&e) => rec.retry(),
-                Err(e) => return Err(e.into()),
-            }
-        }
-        bail!("a transaction deadlocked {MAX_RESTARTS} times in a row")
+        let (c, st) = (&mut self.c, &self.st);
+        restarting(rec, is_retryable, || {
+            let mut tx = c.start_transaction(TxOpts::default())?;
+            tx.exec_drop(&st[0], (p.delta, p.aid))?;
+            tx.exec_first::<i64, _, _>(&st[1], (p.aid,))?;
+            tx.exec_drop(&st[2], (p.delta, p.tid))?;
+            tx.exec_drop(&st[3], (p.delta, p.bid))?;
+            tx.exec_drop(&st[4], (p.tid, p.bid, p.aid, p.delta))?;
+            tx.commit()
+        })
     }
 }

@@ -2,9 +2,9 @@
 //! database) and its transaction as prepared statements, like `pgbench -M prepared`.
 
 use super::{Pick, ACCOUNTS_PER_BRANCH, TELLERS_PER_BRANCH};
-use crate::driver::UnitRecorder;
+use crate::driver::{restarting, UnitRecorder};
 use crate::targets::postgres::is_retryable;
-use anyhow::{bail, Result};
+use anyhow::Result;
 use indicatif::ProgressBar;
 use postgres::{Client, Statement};
 use std::io::Write;
@@ -84,24 +84,15 @@ impl Session {
 
 impl super::Session for Session {
     fn transaction(&mut self, p: &Pick, rec: &mut UnitRecorder) -> Result<()> {
-        const MAX_RESTARTS: u32 = 100;
-        for _ in 0..MAX_RESTARTS {
-            let st = &self.st;
-            let attempt = (|| -> Result<(), postgres::Error> {
-                let mut tx = self.c.transaction()?;
-                tx.execute(&st[0], &[&p.delta, &p.aid])?;
-                tx.query_one(&st[1], &[&p.aid])?;
-                tx.execute(&st[2], &[&p.delta, &p.tid])?;
-                tx.execute(&st[3], &[&p.delta, &p.bid])?;
-                tx.execute(&st[4], &[&p.tid, &p.bid, &p.aid, &p.delta])?;
-                tx.commit()
-            })();
-            match attempt {
-                Ok(()) => return Ok(()),
-                Err(e) if is_retryable(&e) => rec.retry(),
-                Err(e) => return Err(e.into()),
-            }
-        }
-        bail!("a transaction deadlocked {MAX_RESTARTS} times in a row")
+        let (c, st) = (&mut self.c, &self.st);
+        restarting(rec, is_retryable, || {
+            let mut tx = c.transaction()?;
+            tx.execute(&st[0], &[&p.delta, &p.aid])?;
+            tx.query_one(&st[1], &[&p.aid])?;
+            tx.execute(&st[2], &[&p.delta, &p.tid])?;
+            tx.execute(&st[3], &[&p.delta, &p.bid])?;
+            tx.execute(&st[4], &[&p.tid, &p.bid, &p.aid, &p.delta])?;
+            tx.commit()
+        })
     }
 }

@@ -2,8 +2,8 @@
 
 use super::{Pick, ACCOUNTS_PER_BRANCH, TELLERS_PER_BRANCH};
 use crate::driver::UnitRecorder;
-use crate::targets::sqlite::{is_busy, take_lock_waits, SqliteConnection};
-use anyhow::{bail, Result};
+use crate::targets::sqlite::SqliteConnection;
+use anyhow::Result;
 use indicatif::ProgressBar;
 use rusqlite::params;
 
@@ -50,41 +50,20 @@ impl Session {
 
 impl super::Session for Session {
     fn transaction(&mut self, p: &Pick, rec: &mut UnitRecorder) -> Result<()> {
-        const MAX_RESTARTS: u32 = 100;
-        let (_turn, waited) = self.0.gate.enter();
-        rec.lock_waits(u64::from(waited));
-        for _ in 0..MAX_RESTARTS {
-            let c = &self.0;
-            let attempt = (|| -> rusqlite::Result<()> {
-                c.execute_batch("BEGIN IMMEDIATE")?;
-                c.prepare_cached("UPDATE pgbench_accounts SET abalance = abalance + ?1 WHERE aid = ?2")?
-                    .execute(params![p.delta, p.aid])?;
-                c.prepare_cached("SELECT abalance FROM pgbench_accounts WHERE aid = ?1")?
-                    .query_row([p.aid], |r| r.get::<_, i64>(0))?;
-                c.prepare_cached("UPDATE pgbench_tellers SET tbalance = tbalance + ?1 WHERE tid = ?2")?
-                    .execute(params![p.delta, p.tid])?;
-                c.prepare_cached("UPDATE pgbench_branches SET bbalance = bbalance + ?1 WHERE bid = ?2")?
-                    .execute(params![p.delta, p.bid])?;
-                c.prepare_cached(
-                    "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (?1, ?2, ?3, ?4, CURRENT_TIMESTAMP)",
-                )?
-                .execute(params![p.tid, p.bid, p.aid, p.delta])?;
-                c.execute_batch("COMMIT")
-            })();
-            rec.lock_waits(take_lock_waits());
-            match attempt {
-                Ok(()) => return Ok(()),
-                Err(e) => {
-                    if !self.0.is_autocommit() {
-                        self.0.execute_batch("ROLLBACK")?;
-                    }
-                    if !is_busy(&e) {
-                        return Err(e.into());
-                    }
-                    rec.retry();
-                }
-            }
-        }
-        bail!("database stayed locked through {MAX_RESTARTS} restarts of one transaction")
+        self.0.write(rec, |c| {
+            c.prepare_cached("UPDATE pgbench_accounts SET abalance = abalance + ?1 WHERE aid = ?2")?
+                .execute(params![p.delta, p.aid])?;
+            c.prepare_cached("SELECT abalance FROM pgbench_accounts WHERE aid = ?1")?
+                .query_row([p.aid], |r| r.get::<_, i64>(0))?;
+            c.prepare_cached("UPDATE pgbench_tellers SET tbalance = tbalance + ?1 WHERE tid = ?2")?
+                .execute(params![p.delta, p.tid])?;
+            c.prepare_cached("UPDATE pgbench_branches SET bbalance = bbalance + ?1 WHERE bid = ?2")?
+                .execute(params![p.delta, p.bid])?;
+            c.prepare_cached(
+                "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (?1, ?2, ?3, ?4, CURRENT_TIMESTAMP)",
+            )?
+            .execute(params![p.tid, p.bid, p.aid, p.delta])?;
+            Ok(())
+        })
     }
 }
