@@ -114,3 +114,47 @@ fn a_managed_mariadb_starts_runs_and_stops() {
     let o = dbvs(&["run", "--target", "mysql://dbvs:pw@127.0.0.1/x"]);
     assert!(stderr(&o).contains("MYSQL_PWD"), "{}", stderr(&o));
 }
+
+#[test]
+fn managed_mariadb_runs_on_a_copy_of_the_data_directory() {
+    let dir = reachable_tempdir();
+    let data = dir.path().join("maria");
+    let json = dir.path().join("r.json");
+    for _ in 0..2 {
+        ok(&[
+            "run",
+            "--target",
+            "managed-mariadb",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--size",
+            "1MB",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0",
+            "--json",
+            json.to_str().unwrap(),
+            "--no-store",
+        ]);
+        let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        // The second run starts from the same 1,200 orders: the first run's orders went with its copy.
+        assert!(r["checks"].as_array().unwrap().iter().all(|c| c["ok"] == true), "{}", r["checks"]);
+    }
+    assert_eq!(files_in(dir.path()), vec!["maria", "r.json"], "run copies of the data directory are removed");
+    let o = dbvs(&[
+        "run",
+        "--target",
+        "managed-mariadb",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--size",
+        "1MB",
+        "--duration",
+        "1s",
+        "--keep-db",
+        "x",
+        "--no-store",
+    ]);
+    assert!(!o.status.success() && stderr(&o).contains("--keep-db is not available"), "{}", stderr(&o));
+}

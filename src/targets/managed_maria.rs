@@ -1,11 +1,15 @@
 //! A private MariaDB instance that dbvs owns: `mariadb-install-db` on a data directory,
 //! `mariadbd` on a free loopback port as a child process, stopped (SIGTERM, then waited
 //! for) when the last user goes away. As root the server drops to the `mysql` user itself.
+//!
+//! A run's fresh copy is a copy of the whole data directory, made while the server is
+//! stopped; the server then restarts on the copy (same port) for the run.
 
 use super::ManagedServer;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The user dbvs creates and connects as; no password, loopback only.
@@ -13,10 +17,16 @@ pub const SUPERUSER: &str = "dbvs";
 const SERVER_USER: &str = "mysql";
 
 pub struct ManagedMaria {
-    child: Child,
+    mariadbd: PathBuf,
+    settings: Vec<(String, String)>,
+    env: Vec<(String, String)>,
+    as_root: bool,
+    /// The pristine data directory.
     data: PathBuf,
     pub port: u16,
     pub version: String,
+    /// The running server and the data directory it serves.
+    running: Mutex<Option<(Child, PathBuf)>>,
 }
 
 fn tool(name: &str) -> Result<PathBuf> {
@@ -32,15 +42,15 @@ pub fn default_data_dir() -> PathBuf {
     }
 }
 
+fn log(data: &Path) -> PathBuf {
+    data.join("dbvs-server.log")
+}
+
+fn socket(data: &Path) -> PathBuf {
+    data.join("mariadbd.sock")
+}
+
 impl ManagedMaria {
-    fn log(data: &Path) -> PathBuf {
-        data.join("dbvs-server.log")
-    }
-
-    pub fn socket(&self) -> PathBuf {
-        self.data.join("mariadbd.sock")
-    }
-
     /// Installs the data directory if needed and starts the server.
     pub fn start(data: &Path, settings: &[(String, String)], env: &[(String, String)]) -> Result<Self> {
         let (mariadbd, install) = (tool("mariadbd")?, tool("mariadb-install-db")?);
@@ -48,11 +58,6 @@ impl ManagedMaria {
         let data = data.canonicalize()?;
         // SAFETY: geteuid has no preconditions.
         let as_root = unsafe { libc::geteuid() } == 0;
-        let user_arg = |c: &mut Command| {
-            if as_root {
-                c.arg(format!("--user={SERVER_USER}"));
-            }
-        };
         if as_root {
             let out = Command::new("chown").arg(format!("{SERVER_USER}:{SERVER_USER}")).arg(&data).output()?;
             if !out.status.success() {
@@ -65,34 +70,25 @@ impl ManagedMaria {
             c.arg("--no-defaults")
                 .arg(format!("--datadir={}", data.display()))
                 .args(["--auth-root-authentication-method=normal", "--skip-test-db"]);
-            user_arg(&mut c);
+            if as_root {
+                c.arg(format!("--user={SERVER_USER}"));
+            }
             let out = c.stdin(Stdio::null()).output()?;
             if !out.status.success() {
                 bail!("mariadb-install-db failed: {}", String::from_utf8_lossy(&out.stderr).trim());
             }
         }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let mut c = Command::new(&mariadbd);
-        c.arg("--no-defaults")
-            .arg(format!("--datadir={}", data.display()))
-            .arg(format!("--port={port}"))
-            .arg("--bind-address=127.0.0.1")
-            .arg(format!("--socket={}", data.join("mariadbd.sock").display()))
-            .arg(format!("--pid-file={}", data.join("mariadbd.pid").display()))
-            .arg(format!("--log-error={}", Self::log(&data).display()));
-        for (k, v) in settings {
-            c.arg(format!("--{k}={v}"));
-        }
-        user_arg(&mut c);
-        let child = c
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .context("cannot start mariadbd")?;
-        let mut server = Self { child, data, port, version: String::new() };
-        server.wait_ready()?;
+        let mut server = Self {
+            mariadbd,
+            settings: settings.to_vec(),
+            env: env.to_vec(),
+            as_root,
+            port: std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port(),
+            version: String::new(),
+            running: Mutex::new(None),
+            data,
+        };
+        server.start_on(&server.data.clone())?;
         server.version = server.admin(|c| {
             use mysql::prelude::Queryable;
             Ok(c.query_first::<String, _>("SELECT VERSION()")?.unwrap_or_default())
@@ -110,56 +106,112 @@ impl ManagedMaria {
         Ok(server)
     }
 
-    /// Runs `f` as root over the server's socket.
-    fn admin<T>(&self, f: impl FnOnce(&mut mysql::Conn) -> Result<T>) -> Result<T> {
-        let opts = mysql::OptsBuilder::new().user(Some("root")).socket(Some(self.socket().display().to_string()));
-        let mut c = mysql::Conn::new(opts).context("cannot reach the managed MariaDB over its socket")?;
-        f(&mut c)
-    }
-
-    fn wait_ready(&mut self) -> Result<()> {
+    /// Starts mariadbd on `data` and waits until it accepts connections.
+    fn start_on(&self, data: &Path) -> Result<()> {
+        let mut c = Command::new(&self.mariadbd);
+        c.arg("--no-defaults")
+            .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--port={}", self.port))
+            .arg("--bind-address=127.0.0.1")
+            .arg(format!("--socket={}", socket(data).display()))
+            .arg(format!("--pid-file={}", data.join("mariadbd.pid").display()))
+            .arg(format!("--log-error={}", log(data).display()));
+        for (k, v) in &self.settings {
+            c.arg(format!("--{k}={v}"));
+        }
+        if self.as_root {
+            c.arg(format!("--user={SERVER_USER}"));
+        }
+        let mut child = c
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("cannot start mariadbd")?;
         let t = Instant::now();
+        let tail = || last_lines(&log(data));
         while t.elapsed() < Duration::from_secs(60) {
-            if let Some(status) = self.child.try_wait()? {
-                bail!(
-                    "mariadbd exited at start ({status}; port {} busy, or a bad setting?): {}",
-                    self.port,
-                    self.log_tail()
-                );
+            if let Some(status) = child.try_wait()? {
+                bail!("mariadbd exited at start ({status}; port {} busy, or a bad setting?): {}", self.port, tail());
             }
-            if self.socket().exists() && std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            if socket(data).exists() && std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                *self.running.lock().unwrap_or_else(|p| p.into_inner()) = Some((child, data.to_path_buf()));
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        bail!("mariadbd did not accept connections within 60 s: {}", self.log_tail())
+        let _ = child.kill();
+        bail!("mariadbd did not accept connections within 60 s: {}", tail())
     }
 
+    /// Stops the server (SIGTERM, then waits; SIGKILL after a minute).
+    fn stop(&self) {
+        let Some((mut child, _)) = self.running.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+            return;
+        };
+        // SAFETY: signalling our own child process.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(60) {
+            if matches!(child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    /// Stops the server, copies the pristine data directory to `dest` and serves the copy.
+    pub fn serve_copy(&self, dest: &Path) -> Result<()> {
+        self.stop();
+        let out = Command::new("cp").args(["-a", "--reflink=auto"]).arg(&self.data).arg(dest).output()?;
+        if !out.status.success() {
+            self.start_on(&self.data.clone())?;
+            bail!("cannot copy the data directory: {}", String::from_utf8_lossy(&out.stderr).trim());
+        }
+        self.start_on(dest)
+    }
+
+    /// Stops serving a copy and removes it.
+    pub fn discard_copy(&self, copy: &Path) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(copy);
+    }
+
+    /// The pristine data directory.
     pub fn data_dir(&self) -> &Path {
         &self.data
     }
+
+    /// Runs `f` as root over the running server's socket.
+    fn admin<T>(&self, f: impl FnOnce(&mut mysql::Conn) -> Result<T>) -> Result<T> {
+        let data = self.serving().context("the managed MariaDB is not running")?;
+        let opts = mysql::OptsBuilder::new().user(Some("root")).socket(Some(socket(&data).display().to_string()));
+        let mut c = mysql::Conn::new(opts).context("cannot reach the managed MariaDB over its socket")?;
+        f(&mut c)
+    }
+
+    fn serving(&self) -> Option<PathBuf> {
+        self.running.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|(_, d)| d.clone())
+    }
 }
 
-impl super::ManagedServer for ManagedMaria {
+fn last_lines(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(3)..].join(" / ")
+}
+
+impl ManagedServer for ManagedMaria {
     fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(Self::log(&self.data)).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        lines[lines.len().saturating_sub(3)..].join(" / ")
+        last_lines(&log(&self.serving().unwrap_or_else(|| self.data.clone())))
     }
 }
 
 impl Drop for ManagedMaria {
     fn drop(&mut self) {
-        // SAFETY: signalling our own child process.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let t = Instant::now();
-        while t.elapsed() < Duration::from_secs(60) {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stop();
     }
 }

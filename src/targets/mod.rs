@@ -108,7 +108,7 @@ pub fn parse(spec: &str, opts: TargetOptions) -> Result<Box<dyn Target>> {
     if spec.starts_with("mysql://") || spec.starts_with("mariadb://") {
         let password = opts.password.or_else(|| std::env::var("MYSQL_PWD").ok());
         let info = mysql::MyConnInfo::parse(spec, password)?;
-        return Ok(Box::new(mysql::MyTarget::new(info, spec.to_string(), None, false)));
+        return Ok(Box::new(mysql::MyTarget::external(info, spec.to_string())));
     }
     if spec == "managed-mariadb" {
         let data = opts.data_dir.unwrap_or_else(managed_maria::default_data_dir);
@@ -124,7 +124,7 @@ pub fn parse(spec: &str, opts: TargetOptions) -> Result<Box<dyn Target>> {
         let encrypted = opts.server_settings.iter().any(|(k, v)| {
             k.replace('-', "_").eq_ignore_ascii_case("innodb_encrypt_tables") && !v.eq_ignore_ascii_case("off")
         });
-        return Ok(Box::new(mysql::MyTarget::new(info, location, Some(std::sync::Arc::new(server)), encrypted)));
+        return Ok(Box::new(mysql::MyTarget::managed(info, location, std::sync::Arc::new(server), encrypted)));
     }
     if let Some(rest) = spec.strip_prefix("managed-postgres") {
         let version = match rest.strip_prefix(':') {

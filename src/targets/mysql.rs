@@ -83,6 +83,8 @@ pub struct MyTarget {
     info: MyConnInfo,
     location: String,
     server: Keepalive,
+    /// A server dbvs manages: runs get a copy of its data directory.
+    managed: Option<std::sync::Arc<super::managed_maria::ManagedMaria>>,
     /// Data-at-rest encryption is configured: confirm it before every run.
     require_encryption: bool,
 }
@@ -91,8 +93,20 @@ pub struct MyTarget {
 const ENCRYPTION_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
 
 impl MyTarget {
-    pub fn new(info: MyConnInfo, location: String, server: Keepalive, require_encryption: bool) -> Self {
-        Self { info, location, server, require_encryption }
+    /// A server the user runs: runs get logical copies.
+    pub fn external(info: MyConnInfo, location: String) -> Self {
+        Self { info, location, server: None, managed: None, require_encryption: false }
+    }
+
+    /// A server dbvs manages: runs get a copy of the whole data directory.
+    pub fn managed(
+        info: MyConnInfo,
+        location: String,
+        server: std::sync::Arc<super::managed_maria::ManagedMaria>,
+        require_encryption: bool,
+    ) -> Self {
+        let keepalive: std::sync::Arc<dyn super::ManagedServer> = server.clone();
+        Self { info, location, server: Some(keepalive), managed: Some(server), require_encryption }
     }
 
     /// Waits until information_schema shows every InnoDB tablespace encrypted and settled.
@@ -167,6 +181,20 @@ impl Target for MyTarget {
     }
 
     fn fresh_copy(&self) -> Result<Box<dyn RunCopy>> {
+        if let Some(server) = &self.managed {
+            let pristine = server.data_dir();
+            let dir = pristine.with_file_name(format!(
+                "{}.run-{}",
+                pristine.file_name().map_or_else(|| "data".into(), |n| n.to_string_lossy()),
+                std::process::id()
+            ));
+            server.serve_copy(&dir).context("cannot copy the data directory for the run")?;
+            let copy = DirCopy { db: self.db(self.info.dbname.clone()), server: server.clone(), dir };
+            if self.require_encryption {
+                self.confirm_encrypted()?;
+            }
+            return Ok(Box::new(copy));
+        }
         let (from, name) = (&self.info.dbname, format!("{}_run_{}", self.info.dbname, std::process::id()));
         let copy = Copied(self.db(name.clone()));
         let mut stmts = vec![format!("DROP DATABASE IF EXISTS {name}"), format!("CREATE DATABASE {name}")];
@@ -214,6 +242,34 @@ impl StagedBuild for Staged {
 impl Drop for Staged {
     fn drop(&mut self) {
         let _ = self.db.info.admin(&[format!("DROP DATABASE IF EXISTS {}", self.db.name)]);
+    }
+}
+
+/// A copy of a managed server's data directory, served for one run; removed on drop.
+struct DirCopy {
+    db: MyDb,
+    server: std::sync::Arc<super::managed_maria::ManagedMaria>,
+    dir: std::path::PathBuf,
+}
+
+impl Database for DirCopy {
+    fn connect(&self) -> Result<Connection> {
+        self.db.connect()
+    }
+}
+
+impl RunCopy for DirCopy {
+    fn keep(self: Box<Self>, _dest: &str) -> Result<()> {
+        bail!(
+            "--keep-db is not available on managed MariaDB, whose run copies are whole data directories; \
+             run against mysql://USER@HOST/DB to keep a run's database"
+        )
+    }
+}
+
+impl Drop for DirCopy {
+    fn drop(&mut self) {
+        self.server.discard_copy(&self.dir);
     }
 }
 
