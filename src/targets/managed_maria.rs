@@ -46,6 +46,10 @@ fn log(data: &Path) -> PathBuf {
     data.join("dbvs-server.log")
 }
 
+fn tmpdir(data: &Path) -> PathBuf {
+    data.join("tmp")
+}
+
 fn socket(data: &Path) -> PathBuf {
     data.join("mariadbd.sock")
 }
@@ -58,8 +62,12 @@ impl ManagedMaria {
         let data = data.canonicalize()?;
         // SAFETY: geteuid has no preconditions.
         let as_root = unsafe { libc::geteuid() } == 0;
+        // Temporary files stay on the data directory's storage (so an encrypted layer covers
+        // them too), and concurrent installs cannot collide in a shared /tmp.
+        std::fs::create_dir_all(tmpdir(&data))?;
         if as_root {
-            let out = Command::new("chown").arg(format!("{SERVER_USER}:{SERVER_USER}")).arg(&data).output()?;
+            let out =
+                Command::new("chown").arg("-R").arg(format!("{SERVER_USER}:{SERVER_USER}")).arg(&data).output()?;
             if !out.status.success() {
                 bail!("cannot give {} to the {SERVER_USER} user: is mariadb-server installed?", data.display());
             }
@@ -111,6 +119,7 @@ impl ManagedMaria {
         let mut c = Command::new(&self.mariadbd);
         c.arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--tmpdir={}", tmpdir(data).display()))
             .arg(format!("--port={}", self.port))
             .arg("--bind-address=127.0.0.1")
             .arg(format!("--socket={}", socket(data).display()))

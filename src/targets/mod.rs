@@ -164,6 +164,22 @@ pub struct ServerUrl {
     pub dbname: String,
 }
 
+/// Names of run copies and staging databases that a dbvs process left behind when it was
+/// killed (its pid, in the name, is gone). Only servers on this machine can be judged.
+pub(crate) fn orphans(host: &str, db: &str, names: impl IntoIterator<Item = String>) -> Vec<String> {
+    if !matches!(host, "127.0.0.1" | "localhost" | "::1") {
+        return vec![];
+    }
+    let (run, building) = (format!("{db}_run_"), format!("{db}_building_"));
+    names
+        .into_iter()
+        .filter(|n| {
+            let pid = n.strip_prefix(&run).or_else(|| n.strip_prefix(&building)).and_then(|p| p.parse::<u32>().ok());
+            pid.is_some_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
+        })
+        .collect()
+}
+
 /// A database name dbvs can splice into SQL safely.
 pub(crate) fn valid_identifier(s: &str) -> bool {
     !s.is_empty() && s.len() <= 40 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
@@ -259,6 +275,22 @@ pub fn read_meta(conn: &mut Connection) -> Result<Option<BuildMeta>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_local_databases_of_dead_processes_are_orphans() {
+        let names = || {
+            [
+                "ds2_run_999999999",
+                "ds2_building_999999999",
+                format!("ds2_run_{}", std::process::id()).as_str(),
+                "ds2",
+                "ds2_runx",
+            ]
+            .map(String::from)
+        };
+        assert_eq!(orphans("127.0.0.1", "ds2", names()), vec!["ds2_run_999999999", "ds2_building_999999999"]);
+        assert!(orphans("db1.example", "ds2", names()).is_empty());
+    }
 
     #[test]
     fn parses_sqlite_targets_and_rejects_the_rest() {

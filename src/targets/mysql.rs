@@ -1,10 +1,12 @@
 //! MariaDB (and MySQL) on a server the user points at (`mysql://user@host:port/db`) or on a
 //! private instance dbvs starts ([`super::managed_maria`]).
 //!
-//! The database named in the URL is the pristine one. MariaDB has no template databases,
-//! so each run gets a logical copy (`CREATE TABLE ... LIKE` plus `INSERT ... SELECT` per
-//! table) in `<db>_run_<pid>`, dropped afterwards; builds go into `<db>_building_<pid>` and
-//! their tables are renamed into place when complete.
+//! The database named in the URL is the pristine one. MariaDB has no template databases: on
+//! a managed instance each run gets a copy of the whole data directory (see
+//! [`super::managed_maria::ManagedMaria::serve_copy`]); on the user's server it gets a
+//! logical copy (`CREATE TABLE ... LIKE` plus `INSERT ... SELECT` per table) in
+//! `<db>_run_<pid>`, dropped afterwards. Builds go into `<db>_building_<pid>` and their
+//! tables are renamed into place when complete.
 
 use super::{valid_identifier, BuildMeta, Connection, Database, Keepalive, RunCopy, StagedBuild, Target, TargetInfo};
 use anyhow::{bail, Context, Result};
@@ -68,6 +70,16 @@ impl MyConnInfo {
             "SELECT table_name FROM information_schema.tables WHERE table_schema = ? ORDER BY table_name",
             (db,),
         )?)
+    }
+
+    /// Drops run copies and staging databases of killed dbvs processes.
+    fn sweep(&self) -> Result<()> {
+        let names: Vec<String> = self.connect(None)?.exec(
+            "SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE ?",
+            (format!("{}\\_%", self.dbname),),
+        )?;
+        let dead = super::orphans(&self.host, &self.dbname, names);
+        self.admin(&dead.iter().map(|d| format!("DROP DATABASE IF EXISTS {d}")).collect::<Vec<_>>())
     }
 
     /// Moves every table of `from` into a new database `to` (replacing it), then drops `from`.
@@ -169,6 +181,7 @@ impl Target for MyTarget {
     }
 
     fn stage_build(&self) -> Result<Box<dyn StagedBuild>> {
+        self.info.sweep()?;
         let name = format!("{}_building_{}", self.info.dbname, std::process::id());
         self.info.admin(&[format!("DROP DATABASE IF EXISTS {name}"), format!("CREATE DATABASE {name}")]).with_context(
             || format!("cannot create database {name}; does {} have CREATE privileges?", self.info.user),
@@ -195,6 +208,7 @@ impl Target for MyTarget {
             }
             return Ok(Box::new(copy));
         }
+        self.info.sweep()?;
         let (from, name) = (&self.info.dbname, format!("{}_run_{}", self.info.dbname, std::process::id()));
         let copy = Copied(self.db(name.clone()));
         let mut stmts = vec![format!("DROP DATABASE IF EXISTS {name}"), format!("CREATE DATABASE {name}")];

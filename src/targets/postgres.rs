@@ -87,6 +87,17 @@ impl PgTarget {
         PgDb { info: self.info.clone(), name, _server: self.server.clone() }
     }
 
+    /// Drops run copies and staging databases of killed dbvs processes.
+    fn sweep(&self) -> Result<()> {
+        let pattern = format!("{}\\_%", self.info.dbname);
+        let rows = self
+            .info
+            .connect("postgres")?
+            .query("SELECT datname FROM pg_database WHERE datname LIKE $1", &[&pattern])?;
+        let dead = super::orphans(&self.info.host, &self.info.dbname, rows.iter().map(|r| r.get::<_, String>(0)));
+        self.info.admin(&dead.iter().map(|d| format!("DROP DATABASE IF EXISTS {d} WITH (FORCE)")).collect::<Vec<_>>())
+    }
+
     fn exists(&self, name: &str) -> Result<bool> {
         Ok(self
             .info
@@ -121,6 +132,7 @@ impl Target for PgTarget {
     }
 
     fn stage_build(&self) -> Result<Box<dyn StagedBuild>> {
+        self.sweep()?;
         let name = format!("{}_building_{}", self.info.dbname, std::process::id());
         self.info
             .admin(&[format!("DROP DATABASE IF EXISTS {name}"), format!("CREATE DATABASE {name}")])
@@ -133,6 +145,7 @@ impl Target for PgTarget {
     }
 
     fn fresh_copy(&self) -> Result<Box<dyn RunCopy>> {
+        self.sweep()?;
         let name = format!("{}_run_{}", self.info.dbname, std::process::id());
         let copy = Copied(self.db(name.clone()));
         self.info
