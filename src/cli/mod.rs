@@ -105,7 +105,6 @@ impl DbArgs {
                 password,
                 data_dir: self.data_dir.clone(),
                 server_settings: self.server_setting.clone(),
-                server_env: vec![],
                 default_db,
             },
         )?;

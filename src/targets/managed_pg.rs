@@ -98,12 +98,7 @@ impl ManagedPg {
     }
 
     /// Creates the data directory if needed and starts the server.
-    pub fn start(
-        version: Option<&str>,
-        data: &Path,
-        settings: &[(String, String)],
-        env: &[(String, String)],
-    ) -> Result<Self> {
+    pub fn start(version: Option<&str>, data: &Path, settings: &[(String, String)]) -> Result<Self> {
         let (bin, version) = find_bin(version)?;
         let run_as = server_user()?;
         std::fs::create_dir_all(data).with_context(|| format!("cannot create data directory {}", data.display()))?;
@@ -133,7 +128,6 @@ impl ManagedPg {
         }
         let started = pg
             .command("pg_ctl")
-            .envs(env.iter().map(|(k, v)| (k, v)))
             .args(["start", "-w", "-t", "60", "-D"])
             .arg(&pg.data)
             .arg("-l")

@@ -88,8 +88,6 @@ pub struct TargetOptions {
     /// Data directory of a managed server.
     pub data_dir: Option<PathBuf>,
     pub server_settings: Vec<(String, String)>,
-    /// Environment for a managed server's process (AES-NI masking).
-    pub server_env: Vec<(String, String)>,
     /// Database name on managed servers, derived from the workload's build identity.
     pub default_db: String,
 }
@@ -112,7 +110,7 @@ pub fn parse(spec: &str, opts: TargetOptions) -> Result<Box<dyn Target>> {
     }
     if spec == "managed-mariadb" {
         let data = opts.data_dir.unwrap_or_else(managed_maria::default_data_dir);
-        let server = managed_maria::ManagedMaria::start(&data, &opts.server_settings, &opts.server_env)?;
+        let server = managed_maria::ManagedMaria::start(&data, &opts.server_settings)?;
         let info = mysql::MyConnInfo {
             host: "127.0.0.1".into(),
             port: server.port,
@@ -136,7 +134,7 @@ pub fn parse(spec: &str, opts: TargetOptions) -> Result<Box<dyn Target>> {
             Some(d) => d,
             None => managed_pg::default_data_dir(version)?,
         };
-        let server = managed_pg::ManagedPg::start(version, &data, &opts.server_settings, &opts.server_env)?;
+        let server = managed_pg::ManagedPg::start(version, &data, &opts.server_settings)?;
         let info = postgres::PgConnInfo {
             host: "127.0.0.1".into(),
             port: server.port,
