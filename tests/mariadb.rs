@@ -6,13 +6,6 @@ use common::*;
 use dbvs::targets::managed_maria::ManagedMaria;
 use mysql::prelude::Queryable;
 use serde_json::Value;
-use std::os::unix::fs::PermissionsExt;
-
-fn reachable_tempdir() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    dir
-}
 
 fn count(c: &mut mysql::Conn, table: &str) -> i64 {
     c.query_first(format!("SELECT count(*) FROM {table}")).unwrap().unwrap()

@@ -5,14 +5,6 @@ mod common;
 use common::*;
 use dbvs::targets::managed_pg::ManagedPg;
 use serde_json::Value;
-use std::os::unix::fs::PermissionsExt;
-
-/// A scratch directory the `postgres` user can enter.
-fn reachable_tempdir() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    dir
-}
 
 fn count(c: &mut postgres::Client, table: &str) -> i64 {
     c.query_one(&format!("SELECT count(*) FROM {table}"), &[]).unwrap().get(0)
