@@ -52,6 +52,7 @@ struct DbArgs {
     workload: String,
     /// Data size. ds2: S, M, L (DS2's 10MB, 1GB, 100GB) or <n>MB / <n>GB [default: 10MB].
     /// tpcb: pgbench's scale factor (100,000 accounts each) [default: 1].
+    /// tpcc and batch: warehouses [default: 1].
     #[arg(long)]
     size: Option<String>,
     /// Seed for the data generator and the workers' random choices; same seed, same data.
@@ -78,6 +79,10 @@ struct DbArgs {
     server_setting: Vec<(String, String)>,
     #[command(flatten)]
     ds2: workloads::ds2::Mix,
+    #[command(flatten)]
+    tpcc: workloads::tpcc::Options,
+    #[command(flatten)]
+    batch: workloads::batch::Options,
 }
 
 fn parse_server_setting(s: &str) -> Result<(String, String), String> {
@@ -85,18 +90,27 @@ fn parse_server_setting(s: &str) -> Result<(String, String), String> {
 }
 
 impl DbArgs {
-    fn open(&self) -> Result<(Box<dyn targets::Target>, Box<dyn Workload>)> {
+    /// The target and the workload; `cold` when runs start from cold caches.
+    fn open(&self, cold: bool) -> Result<(Box<dyn targets::Target>, Box<dyn Workload>)> {
         let key = self.key_file.as_deref().map(|f| sqlite::Key::from_file(f, self.key_kind)).transpose()?;
         let workload = workloads::by_name(
             &self.workload,
-            &WorkloadArgs { size: self.size.clone(), seed: self.seed, ds2: self.ds2.clone() },
+            &WorkloadArgs {
+                size: self.size.clone(),
+                seed: self.seed,
+                ds2: self.ds2.clone(),
+                tpcc: self.tpcc.clone(),
+                batch: self.batch.clone(),
+                cold,
+            },
         )?;
         let password = match &self.password_file {
             Some(f) => Some(sqlite::read_secret_file(f)?),
             None => None,
         };
         let id = workload.build_identity();
-        let default_db = format!("{}_{}_s{}", self.workload, id["size"].to_ascii_lowercase(), self.seed);
+        // Named after the build, so workloads sharing one (tpcc and batch) share the database.
+        let default_db = format!("{}_{}_s{}", id["workload"], id["size"].to_ascii_lowercase(), self.seed);
         let target = targets::parse(
             &self.target,
             targets::TargetOptions {

@@ -16,18 +16,26 @@ use std::time::{Duration, SystemTime};
 pub struct RunArgs {
     #[command(flatten)]
     db: DbArgs,
-    /// Worker threads, each with its own connection.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    /// Worker threads (virtual users), each with its own connection.
+    #[arg(long, visible_alias = "users", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     threads: u32,
-    /// Measured time after warmup (e.g. 60s, 10m).
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
-    duration: Duration,
-    /// Time before measuring; statistics are reset when it ends.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
-    warmup: Duration,
-    /// Mean think time after each order; each pause is uniform in [0, 2 x think time).
-    #[arg(long, default_value = "0", value_parser = parse_duration)]
+    /// Measured time after warmup (e.g. 60s, 10m) [default: 60s; with --iterations, no limit].
+    #[arg(long, value_parser = parse_duration)]
+    duration: Option<Duration>,
+    /// Time before measuring (HammerDB's rampup); statistics are reset when it ends.
+    #[arg(long, visible_alias = "rampup", value_parser = parse_duration)]
+    warmup: Option<Duration>,
+    /// Units each thread runs, then stops (HammerDB's per-user iterations, e.g. 1000); the run
+    /// ends when all are done. Counts from the first unit, so it takes no --warmup.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    iterations: Option<u64>,
+    /// Mean think time after each unit; each pause is uniform in [0, 2 x think time).
+    #[arg(long, default_value = "0", value_parser = parse_duration, conflicts_with = "random_sleep")]
     think_time: Duration,
+    /// A random sleep of up to this long after each unit (HammerDB-style, e.g. 10ms): the
+    /// same as a think time of half of it.
+    #[arg(long, value_name = "MAX", value_parser = parse_duration)]
+    random_sleep: Option<Duration>,
     /// Threads started per second during ramp-up (DS2's ramp_rate).
     #[arg(long, default_value_t = 10.0)]
     ramp_rate: f64,
@@ -54,7 +62,17 @@ pub struct RunArgs {
 }
 
 pub fn main(args: RunArgs) -> Result<ExitCode> {
-    if args.duration.is_zero() {
+    if args.iterations.is_some() && args.warmup.is_some_and(|w| !w.is_zero()) {
+        anyhow::bail!(
+            "--iterations counts from the first unit, so it takes no --warmup; drop --warmup, or use --duration"
+        );
+    }
+    let duration = match (args.duration, args.iterations) {
+        (Some(d), _) => d,
+        (None, Some(_)) => Duration::from_secs(365 * 24 * 3600),
+        (None, None) => Duration::from_secs(60),
+    };
+    if duration.is_zero() {
         anyhow::bail!("--duration must be longer than 0, e.g. --duration 60s");
     }
     if !(args.ramp_rate > 0.0 && args.ramp_rate.is_finite()) {
@@ -64,7 +82,7 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
         anyhow::bail!("--report-interval must be at least 100ms");
     }
     let json_out = args.json.as_deref().map(create_output).transpose()?;
-    let (target, workload) = args.db.open()?;
+    let (target, workload) = args.db.open(args.cold)?;
     let meta = ensure_built(target.as_ref(), workload.as_ref())?;
     let env = Env {
         host: crate::host::collect(),
@@ -73,22 +91,24 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
     };
     let copy = target.fresh_copy()?;
     if args.cold {
-        drop_caches()?;
+        crate::targets::drop_caches()?;
     }
     if crate::interrupt::interrupted() {
         return Err(crate::interrupt::Interrupted.into());
     }
 
-    let pacing = Pacing {
+    let mut pacing = Pacing {
         threads: args.threads as usize,
         ramp_rate: args.ramp_rate,
-        warmup: args.warmup,
-        duration: args.duration,
-        think_time: args.think_time,
+        warmup: args.warmup.unwrap_or(if args.iterations.is_some() { Duration::ZERO } else { Duration::from_secs(10) }),
+        duration,
+        think_time: args.random_sleep.map_or(args.think_time, |max| max / 2),
+        iterations: args.iterations,
         report_interval: args.report_interval,
         seed: args.db.seed,
         injected_delay: args.inject_delay,
     };
+    workload.adjust_pacing(&mut pacing);
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let bar = ProgressBar::with_draw_target(Some(pacing.warmup.as_secs()), ProgressDrawTarget::stderr());
     bar.set_style(
@@ -97,28 +117,41 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
             .progress_chars("=> "),
     );
     let db = copy.as_ref();
+    // The workload's window counter (TPC-C's sum of next order ids), read over a connection
+    // of its own at both ends of the measured window, as HammerDB's monitor does.
+    let mut counter = Counter { start: None, end: None, error: None };
     let result =
         driver::run(&pacing, workload.operations(), &|i| workload.worker(db, &meta, i), &mut |event| match event {
-            Event::Tick { elapsed, of, warmup } => {
+            Event::Tick { done, of, warmup } => {
                 bar.set_prefix(if warmup { "warmup" } else { "measure" });
-                bar.set_length(of.as_secs());
-                bar.set_position(elapsed.as_secs().min(of.as_secs()));
+                bar.set_length(of);
+                bar.set_position(done.min(of));
             }
             Event::Interval { sample, warmup } => {
-                bar.set_message(format!("{} per min {:.0}", workload.headline(), sample.per_min));
+                bar.set_message(format!("{:.0}/min", sample.per_min));
                 let prefix = if warmup { "warmup " } else { "" };
                 bar.suspend(|| eprintln!("{prefix}{}", workload.interval_line(sample)));
             }
-            Event::StatsReset => bar.suspend(|| eprintln!("Stats reset")),
+            Event::WindowStart { after_warmup } => {
+                if after_warmup {
+                    bar.suspend(|| eprintln!("Stats reset"));
+                }
+                counter.start = counter.read(workload.as_ref(), db);
+            }
+            Event::WindowEnd => counter.end = counter.read(workload.as_ref(), db),
         });
     bar.finish_and_clear();
     let mut result = result;
+    result.window_counter = counter.start.zip(counter.end).map(|(a, b)| b - a);
+    if let (RunStatus::Completed, Some(e)) = (&result.status, counter.error) {
+        result.status = RunStatus::Failed(format!("could not read the workload's counter in the database: {e}"));
+    }
     if let (driver::RunStatus::Failed(cause), Some(d)) = (&mut result.status, target.diagnostics()) {
         cause.push_str(&format!(" ({d})"));
     }
 
     // A run whose database is gone (a dead server) is still recorded, with the reason.
-    let checks = workload.check(db, &meta, &result.from_start).unwrap_or_else(|e| {
+    let checks = workload.check(db, &meta, Some(&result.from_start)).unwrap_or_else(|e| {
         vec![crate::workloads::Check { name: "post-run checks could run", ok: false, detail: format!("{e:#}") }]
     });
     let final_line = workload.final_line(&result);
@@ -157,10 +190,19 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
     })
 }
 
-/// Writes dirty pages out and empties the page cache, so the run starts from disk.
-fn drop_caches() -> Result<()> {
-    // SAFETY: sync has no preconditions.
-    unsafe { libc::sync() };
-    std::fs::write("/proc/sys/vm/drop_caches", "3\n")
-        .map_err(|e| anyhow::anyhow!("--cold cannot drop the page cache ({e}); run as root, or leave out --cold"))
+/// The workload's database counter at both ends of the window; the first failure is kept
+/// to fail the run.
+struct Counter {
+    start: Option<i64>,
+    end: Option<i64>,
+    error: Option<String>,
+}
+
+impl Counter {
+    fn read(&mut self, workload: &dyn crate::workloads::Workload, db: &dyn crate::targets::Database) -> Option<i64> {
+        workload.window_counter(db).unwrap_or_else(|e| {
+            self.error.get_or_insert(format!("{e:#}"));
+            None
+        })
+    }
 }

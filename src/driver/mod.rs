@@ -12,7 +12,7 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use stats::{Counters, SharedStats};
 pub use stats::{FromStart, LatencySummary, Measured, Outcome, UnitRecorder};
-use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,17 +20,24 @@ use std::time::{Duration, Instant};
 pub trait Worker {
     /// Runs one unit of work, timing each operation into `rec`. An error ends the run as failed.
     fn run_unit(&mut self, rec: &mut UnitRecorder) -> anyhow::Result<Outcome>;
+
+    /// Time to wait before the next unit, outside its response time (TPC-C keying and think
+    /// times). The driver sleeps it, so a stop request cuts it short.
+    fn pause(&mut self) -> anyhow::Result<Duration> {
+        Ok(Duration::ZERO)
+    }
 }
 
 /// Restarts of one transaction before the run fails: a database that conflicts this often
 /// is not being measured any more.
 pub const MAX_RESTARTS: u32 = 100;
 
-/// Runs `attempt` until it succeeds, restarting it (and counting a retry) while it fails
-/// with an error `retryable` accepts: a deadlock, a serialization failure, a busy database.
+/// Runs `attempt` until it succeeds, restarting it (and counting a retry of that kind) while
+/// it fails with an error `conflict` names: a deadlock, a serialization failure, a busy
+/// database.
 pub fn restarting<T, E>(
     rec: &mut UnitRecorder,
-    retryable: impl Fn(&E) -> bool,
+    conflict: impl Fn(&E) -> Option<&'static str>,
     mut attempt: impl FnMut() -> Result<T, E>,
 ) -> anyhow::Result<T>
 where
@@ -39,8 +46,10 @@ where
     for _ in 0..MAX_RESTARTS {
         match attempt() {
             Ok(v) => return Ok(v),
-            Err(e) if retryable(&e) => rec.retry(),
-            Err(e) => return Err(e.into()),
+            Err(e) => match conflict(&e) {
+                Some(kind) => rec.retry(kind),
+                None => return Err(e.into()),
+            },
         }
     }
     anyhow::bail!("one transaction conflicted or found the database busy {MAX_RESTARTS} times in a row")
@@ -59,6 +68,9 @@ pub struct Pacing {
     /// Mean think time; each worker sleeps uniform [0, 2 x think_time) after a unit.
     #[serde(with = "secs")]
     pub think_time: Duration,
+    /// Units each worker runs before it stops (HammerDB's per-user request count); the run
+    /// ends when every worker is done. `None`: workers run until the duration is up.
+    pub iterations: Option<u64>,
     #[serde(with = "secs")]
     pub report_interval: Duration,
     pub seed: u64,
@@ -114,18 +126,23 @@ impl IntervalSample {
 
 /// What the observer hears about while the run goes on.
 pub enum Event<'a> {
-    /// Every controller tick: time into the current phase and the phase's length.
+    /// Every controller tick: progress through the current phase, in seconds, or in units
+    /// when the run counts iterations.
     Tick {
-        elapsed: Duration,
-        of: Duration,
+        done: u64,
+        of: u64,
         warmup: bool,
     },
     Interval {
         sample: &'a IntervalSample,
         warmup: bool,
     },
-    /// Warmup ended and the statistics were zeroed.
-    StatsReset,
+    /// The measured window starts now; `after_warmup`: warmup ended and statistics were zeroed.
+    WindowStart {
+        after_warmup: bool,
+    },
+    /// The measured window ends now (workers may still finish their current unit).
+    WindowEnd,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -148,6 +165,9 @@ pub struct RunResult {
     pub intervals: Vec<IntervalSample>,
     /// CPU used by this whole process over the measured window, as % of all cores.
     pub process_cpu_pct: f64,
+    /// How much the workload's database counter moved over the window, when it has one
+    /// (see `Workload::window_counter`); the caller fills it in.
+    pub window_counter: Option<i64>,
 }
 
 const PHASE_WARMUP: u8 = 0;
@@ -156,10 +176,10 @@ const PHASE_DONE: u8 = 2;
 const TICK: Duration = Duration::from_millis(100);
 
 /// Runs `make_worker(i)` on each of `pacing.threads` threads and drives them to the end.
-pub fn run(
+pub fn run<'w>(
     pacing: &Pacing,
     op_names: &[&str],
-    make_worker: &(dyn Fn(usize) -> anyhow::Result<Box<dyn Worker>> + Sync),
+    make_worker: &(dyn Fn(usize) -> anyhow::Result<Box<dyn Worker + 'w>> + Sync),
     observe: &mut dyn FnMut(Event),
 ) -> RunResult {
     let stats = SharedStats::new(pacing.threads, op_names.len());
@@ -171,6 +191,7 @@ pub fn run(
         stop.request();
     };
     let connected = Barrier::new(pacing.threads + 1);
+    let finished = AtomicUsize::new(0);
 
     let mut status = RunStatus::Completed;
     let mut intervals = Vec::new();
@@ -178,7 +199,7 @@ pub fn run(
     let mut cpu = (0.0, 0.0);
     std::thread::scope(|scope| {
         for i in 0..pacing.threads {
-            let (stats, stop, phase, fail, connected) = (&stats, &stop, &phase, &fail, &connected);
+            let (stats, stop, phase, fail, connected, finished) = (&stats, &stop, &phase, &fail, &connected, &finished);
             std::thread::Builder::new()
                 .name(format!("worker-{i}"))
                 .spawn_scoped(scope, move || {
@@ -193,6 +214,7 @@ pub fn run(
                     if let Some(mut w) = worker {
                         work(i, w.as_mut(), &mut rng, pacing, stats, stop, phase, &fail);
                     }
+                    finished.fetch_add(1, Relaxed);
                 })
                 .expect("spawning a worker thread");
         }
@@ -203,7 +225,9 @@ pub fn run(
         if phase.load(Relaxed) == PHASE_MEASURE {
             window.0 = Some(start);
             cpu.0 = process_cpu_seconds();
+            observe(Event::WindowStart { after_warmup: false });
         }
+        let total_units = pacing.iterations.map(|n| n * pacing.threads as u64);
         let mut prev = (Counters::default(), Duration::ZERO);
         loop {
             if stop.sleep(TICK) {
@@ -222,12 +246,15 @@ pub fn run(
                 window.0 = Some(now);
                 cpu.0 = process_cpu_seconds();
                 prev = (Counters::default(), Duration::ZERO);
-                observe(Event::StatsReset);
+                observe(Event::WindowStart { after_warmup: true });
                 continue;
             }
             let et = now - measure_start;
             let of = if warmup { pacing.warmup } else { pacing.duration };
-            observe(Event::Tick { elapsed: et, of, warmup });
+            match total_units.filter(|_| !warmup) {
+                Some(of) => observe(Event::Tick { done: stats.counters().units, of, warmup }),
+                None => observe(Event::Tick { done: et.as_secs().min(of.as_secs()), of: of.as_secs(), warmup }),
+            }
             if et - prev.1 >= pacing.report_interval {
                 let c = stats.counters();
                 let sample = IntervalSample::new(et, c, prev.0, et - prev.1);
@@ -237,13 +264,14 @@ pub fn run(
                 }
                 prev = (c, et);
             }
-            if !warmup && et >= pacing.duration {
+            if !warmup && (et >= pacing.duration || finished.load(Relaxed) == pacing.threads) {
                 break;
             }
         }
         if window.0.is_some() {
             window.1 = Some(Instant::now());
             cpu.1 = process_cpu_seconds();
+            observe(Event::WindowEnd);
         }
         phase.store(PHASE_DONE, Relaxed);
         stop.request();
@@ -264,6 +292,7 @@ pub fn run(
         from_start: stats.from_start(op_names),
         intervals,
         process_cpu_pct: if elapsed > 0.0 { 100.0 * (cpu.1 - cpu.0) / elapsed / cores } else { 0.0 },
+        window_counter: None,
     }
 }
 
@@ -280,7 +309,17 @@ fn work(
 ) {
     let mut rec = UnitRecorder::default();
     let think = pacing.think_time.as_secs_f64();
-    while !stop.is_requested() {
+    let mut done = 0;
+    while !stop.is_requested() && pacing.iterations.is_none_or(|n| done < n) {
+        match worker.pause() {
+            Ok(d) if d.is_zero() => {}
+            Ok(d) => {
+                if stop.sleep(d) {
+                    break;
+                }
+            }
+            Err(e) => return fail(format!("{e:#}")),
+        }
         rec.clear();
         let t0 = Instant::now();
         let outcome = match worker.run_unit(&mut rec) {
@@ -295,6 +334,7 @@ fn work(
             rec.untimed(t.elapsed());
         }
         stats.count_from_start(&rec, outcome);
+        done += 1;
         if phase.load(Relaxed) != PHASE_DONE {
             stats.record(i, &rec, outcome);
             stats.account(&rec, t0.elapsed());
@@ -338,6 +378,7 @@ mod tests {
             warmup: Duration::from_millis(warmup_ms),
             duration: Duration::from_millis(ms),
             think_time: Duration::ZERO,
+            iterations: None,
             report_interval: Duration::from_millis(200),
             seed: 1,
             injected_delay: Duration::ZERO,
@@ -349,7 +390,7 @@ mod tests {
         let mk = |_| Ok(Box::new(Sleeper(Duration::from_millis(5), 0)) as Box<dyn Worker>);
         let mut resets = 0;
         let r = run(&pacing(2, 300, 600), &["op"], &mk, &mut |e| {
-            if let Event::StatsReset = e {
+            if let Event::WindowStart { after_warmup: true } = e {
                 resets += 1
             }
         });
@@ -383,5 +424,44 @@ mod tests {
         let r = run(&pacing(1, 0, 60_000), &["op"], &mk, &mut |_| {});
         assert_eq!(r.status, RunStatus::Failed("boom".into()));
         assert!(t.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn iterations_end_the_run_when_every_worker_is_done() {
+        let mk = |_| Ok(Box::new(Sleeper(Duration::from_millis(1), 0)) as Box<dyn Worker>);
+        let mut p = pacing(3, 0, 60_000);
+        p.iterations = Some(50);
+        let mut windows = (0, 0);
+        let r = run(&p, &["op"], &mk, &mut |e| match e {
+            Event::WindowStart { after_warmup: false } => windows.0 += 1,
+            Event::WindowEnd => windows.1 += 1,
+            _ => {}
+        });
+        assert_eq!(r.status, RunStatus::Completed);
+        assert_eq!((r.measured.units, r.from_start.committed + r.from_start.rolled_back), (150, 150));
+        assert_eq!(windows, (1, 1));
+        assert!(r.elapsed_s < 5.0, "{}", r.elapsed_s);
+    }
+
+    struct Pauser(u32);
+    impl Worker for Pauser {
+        fn run_unit(&mut self, rec: &mut UnitRecorder) -> anyhow::Result<Outcome> {
+            rec.op(0, Duration::from_micros(10));
+            Ok(Outcome::Committed)
+        }
+        fn pause(&mut self) -> anyhow::Result<Duration> {
+            self.0 += 1;
+            Ok(Duration::from_millis(if self.0 > 3 { 60_000 } else { 10 }))
+        }
+    }
+
+    #[test]
+    fn pauses_are_slept_outside_units_and_cut_short_by_the_end() {
+        let mk = |_| Ok(Box::new(Pauser(0)) as Box<dyn Worker>);
+        let t = Instant::now();
+        let r = run(&pacing(1, 0, 500), &["op"], &mk, &mut |_| {});
+        assert_eq!(r.status, RunStatus::Completed);
+        assert_eq!(r.measured.units, 3);
+        assert!(t.elapsed() < Duration::from_secs(5));
     }
 }

@@ -28,7 +28,8 @@ fn new_histogram() -> Histogram<u64> {
 pub struct UnitRecorder {
     ops: Vec<(usize, Duration)>,
     untimed: Duration,
-    retries: u64,
+    retries: Vec<&'static str>,
+    events: Vec<&'static str>,
     lock_waits: u64,
 }
 
@@ -36,7 +37,8 @@ impl UnitRecorder {
     pub(crate) fn clear(&mut self) {
         self.ops.clear();
         self.untimed = Duration::ZERO;
-        self.retries = 0;
+        self.retries.clear();
+        self.events.clear();
         self.lock_waits = 0;
     }
 
@@ -51,9 +53,15 @@ impl UnitRecorder {
         self.untimed += took;
     }
 
-    /// A whole transaction was restarted (lock conflict, busy database).
-    pub fn retry(&mut self) {
-        self.retries += 1;
+    /// A whole transaction was restarted, because of `cause` (deadlock, busy database...).
+    pub fn retry(&mut self, cause: &'static str) {
+        self.retries.push(cause);
+    }
+
+    /// Something worth counting happened that is neither a retry nor a failure (TPC-C: a
+    /// Delivery found a district with nothing to deliver).
+    pub fn event(&mut self, what: &'static str) {
+        self.events.push(what);
     }
 
     /// The engine made this unit wait for a lock this many times before it could proceed.
@@ -85,6 +93,9 @@ struct WorkerHistograms {
 pub struct LatencySummary {
     pub count: u64,
     pub avg_ms: f64,
+    /// Standard deviation, for confidence intervals on the mean.
+    #[serde(default)]
+    pub stdev_ms: f64,
     pub p50_ms: f64,
     pub p90_ms: f64,
     pub p95_ms: f64,
@@ -101,6 +112,7 @@ impl LatencySummary {
         Self {
             count: h.len(),
             avg_ms: h.mean() / 1000.0,
+            stdev_ms: h.stdev() / 1000.0,
             p50_ms: ms(h.value_at_quantile(0.50)),
             p90_ms: ms(h.value_at_quantile(0.90)),
             p95_ms: ms(h.value_at_quantile(0.95)),
@@ -132,6 +144,14 @@ pub struct SharedStats {
     rolled_back_from_start: AtomicU64,
     ops_from_start: Vec<AtomicU64>,
     workers: Vec<Mutex<WorkerHistograms>>,
+    /// Retries by cause and events by name; rare, so one lock is enough.
+    tallies: Mutex<Tallies>,
+}
+
+#[derive(Default)]
+struct Tallies {
+    retries: BTreeMap<&'static str, u64>,
+    events: BTreeMap<&'static str, u64>,
 }
 
 /// The counters the controller reads every tick.
@@ -164,6 +184,8 @@ pub struct Measured {
     pub units: u64,
     pub rollbacks: u64,
     pub retries: u64,
+    pub retries_by_cause: BTreeMap<String, u64>,
+    pub events: BTreeMap<String, u64>,
     pub lock_waits: u64,
     pub unit_latency: LatencySummary,
     pub op_latency: Vec<(String, LatencySummary)>,
@@ -194,6 +216,7 @@ impl SharedStats {
                     })
                 })
                 .collect(),
+            tallies: Mutex::default(),
         }
     }
 
@@ -217,8 +240,17 @@ impl SharedStats {
         if outcome == Outcome::RolledBack {
             self.rollbacks.fetch_add(1, Relaxed);
         }
-        self.retries.fetch_add(rec.retries, Relaxed);
+        self.retries.fetch_add(rec.retries.len() as u64, Relaxed);
         self.lock_waits.fetch_add(rec.lock_waits, Relaxed);
+        if !rec.retries.is_empty() || !rec.events.is_empty() {
+            let mut t = self.tallies.lock().unwrap_or_else(|p| p.into_inner());
+            for r in &rec.retries {
+                *t.retries.entry(r).or_default() += 1;
+            }
+            for e in &rec.events {
+                *t.events.entry(e).or_default() += 1;
+            }
+        }
         let mut h = self.workers[worker % self.workers.len()].lock().unwrap_or_else(|p| p.into_inner());
         h.unit.saturating_record(unit_us);
         for (op, took) in &rec.ops {
@@ -251,6 +283,7 @@ impl SharedStats {
         for a in &self.lastn {
             a.store(0, Relaxed);
         }
+        *self.tallies.lock().unwrap_or_else(|p| p.into_inner()) = Tallies::default();
         for w in &self.workers {
             let mut h = w.lock().unwrap_or_else(|p| p.into_inner());
             h.unit.reset();
@@ -288,10 +321,14 @@ impl SharedStats {
             }
         }
         let busy = self.worker_busy_ns.load(Relaxed);
+        let t = self.tallies.lock().unwrap_or_else(|p| p.into_inner());
+        let named = |m: &BTreeMap<&'static str, u64>| m.iter().map(|(k, v)| (k.to_string(), *v)).collect();
         Measured {
             units: self.units.load(Relaxed),
             rollbacks: self.rollbacks.load(Relaxed),
             retries: self.retries.load(Relaxed),
+            retries_by_cause: named(&t.retries),
+            events: named(&t.events),
             lock_waits: self.lock_waits.load(Relaxed),
             unit_latency: LatencySummary::of(&unit),
             op_latency: op_names.iter().zip(&ops).map(|(n, h)| (n.to_string(), LatencySummary::of(h))).collect(),
@@ -340,6 +377,21 @@ mod tests {
         assert_eq!((m.units, m.rollbacks, m.unit_latency.count), (0, 0, 0));
         let f = s.from_start(&["a"]);
         assert_eq!((f.rolled_back, f.op("a")), (2, 2));
+    }
+
+    #[test]
+    fn retries_and_events_are_tallied_by_name_and_reset_with_warmup() {
+        let s = SharedStats::new(1, 1);
+        let mut r = unit(&[(0, 1)]);
+        r.retry("deadlock");
+        r.retry("deadlock");
+        r.event("empty district");
+        s.record(0, &r, Outcome::Committed);
+        let m = s.measured(&["a"]);
+        assert_eq!((m.retries, m.retries_by_cause["deadlock"], m.events["empty district"]), (2, 2, 1));
+        s.reset_measured();
+        let m = s.measured(&["a"]);
+        assert!(m.retries_by_cause.is_empty() && m.events.is_empty());
     }
 
     #[test]

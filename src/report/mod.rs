@@ -159,7 +159,16 @@ pub(crate) mod sample {
         };
         let lat = BTreeMap::from([(
             "purchase".to_string(),
-            LatencySummary { count: 10, avg_ms: 1.0, p50_ms: 0.9, p90_ms: 1.5, p95_ms: 2.0, p99_ms: 3.0, max_ms: 4.0 },
+            LatencySummary {
+                count: 10,
+                avg_ms: 1.0,
+                stdev_ms: 0.5,
+                p50_ms: 0.9,
+                p90_ms: 1.5,
+                p95_ms: 2.0,
+                p99_ms: 3.0,
+                max_ms: 4.0,
+            },
         )]);
         let v = |n: &str, xs: &[f64]| VariantReport {
             info: info(n),

@@ -72,6 +72,7 @@ fn latency(records: &[serde_json::Value]) -> BTreeMap<String, LatencySummary> {
             LatencySummary {
                 count: stat("count") as u64,
                 avg_ms: stat("avg_ms"),
+                stdev_ms: stat("stdev_ms"),
                 p50_ms: stat("p50_ms"),
                 p90_ms: stat("p90_ms"),
                 p95_ms: stat("p95_ms"),

@@ -215,6 +215,12 @@ impl ManagedServer for ManagedMaria {
     fn log_tail(&self) -> String {
         last_lines(&log(&self.serving().unwrap_or_else(|| self.data.clone())))
     }
+
+    fn restart(&self) -> Result<()> {
+        let data = self.serving().context("the managed MariaDB is not running")?;
+        self.stop();
+        self.start_on(&data)
+    }
 }
 
 impl Drop for ManagedMaria {

@@ -152,6 +152,21 @@ impl super::ManagedServer for ManagedPg {
         let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
         lines[lines.len().saturating_sub(3)..].join(" / ")
     }
+
+    fn restart(&self) -> Result<()> {
+        // pg_ctl restart reuses the options the server was started with (postmaster.opts).
+        let out = self
+            .command("pg_ctl")
+            .args(["restart", "-m", "fast", "-w", "-t", "60", "-D"])
+            .arg(&self.data)
+            .arg("-l")
+            .arg(self.log())
+            .output()?;
+        if !out.status.success() {
+            bail!("PostgreSQL did not restart: {}", super::ManagedServer::log_tail(self));
+        }
+        Ok(())
+    }
 }
 
 impl Drop for ManagedPg {

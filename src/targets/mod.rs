@@ -57,6 +57,8 @@ pub trait Target: Send + Sync {
 pub trait ManagedServer: Send + Sync {
     /// The last lines of the server's log, to explain a failure.
     fn log_tail(&self) -> String;
+    /// Stops and starts the server on the same data and port: its caches start empty.
+    fn restart(&self) -> Result<()>;
 }
 
 /// The server behind a target, when dbvs manages it.
@@ -65,6 +67,28 @@ pub type Keepalive = Option<std::sync::Arc<dyn ManagedServer>>;
 /// A concrete database that can be connected to.
 pub trait Database: Send + Sync {
     fn connect(&self) -> Result<Connection>;
+    /// Empties the caches in front of the database: the OS page cache, and a managed
+    /// server's own buffers (by restarting it). Connections must be reopened afterwards.
+    fn go_cold(&self) -> Result<()> {
+        drop_caches()
+    }
+}
+
+/// Writes dirty pages out and empties the OS page cache, so reads come from the device.
+pub fn drop_caches() -> Result<()> {
+    // SAFETY: sync has no preconditions.
+    unsafe { libc::sync() };
+    std::fs::write("/proc/sys/vm/drop_caches", "3\n").map_err(|e| {
+        anyhow::anyhow!("cannot drop the page cache for a cold start ({e}); run as root, or leave out --cold")
+    })
+}
+
+/// [`Database::go_cold`] for a database on a server dbvs may manage.
+pub(crate) fn go_cold_on(server: &Keepalive) -> Result<()> {
+    if let Some(s) = server {
+        s.restart()?;
+    }
+    drop_caches()
 }
 
 pub trait StagedBuild: Database {

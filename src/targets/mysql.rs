@@ -22,9 +22,13 @@ pub struct MyConnInfo {
     pub dbname: String,
 }
 
-/// Deadlock (1213) or lock wait timeout (1205): the transaction should be run again.
-pub fn is_retryable(e: &::mysql::Error) -> bool {
-    matches!(e, ::mysql::Error::MySqlError(m) if m.code == 1213 || m.code == 1205)
+/// A deadlock (1213) or lock wait timeout (1205), by name: the transaction should be run again.
+pub fn conflict(e: &::mysql::Error) -> Option<&'static str> {
+    match e {
+        ::mysql::Error::MySqlError(m) if m.code == 1213 => Some("deadlock"),
+        ::mysql::Error::MySqlError(m) if m.code == 1205 => Some("lock wait timeout"),
+        _ => None,
+    }
 }
 
 /// MariaDB spells the portable `CAST(x AS BIGINT)` as `CAST(x AS SIGNED)`.
@@ -234,6 +238,9 @@ impl Database for MyDb {
     fn connect(&self) -> Result<Connection> {
         Ok(Connection::MySql(self.info.connect(Some(&self.name))?))
     }
+    fn go_cold(&self) -> Result<()> {
+        super::go_cold_on(&self._server)
+    }
 }
 
 struct Staged {
@@ -270,6 +277,9 @@ impl Database for DirCopy {
     fn connect(&self) -> Result<Connection> {
         self.db.connect()
     }
+    fn go_cold(&self) -> Result<()> {
+        self.db.go_cold()
+    }
 }
 
 impl RunCopy for DirCopy {
@@ -292,6 +302,9 @@ struct Copied(MyDb);
 impl Database for Copied {
     fn connect(&self) -> Result<Connection> {
         self.0.connect()
+    }
+    fn go_cold(&self) -> Result<()> {
+        self.0.go_cold()
     }
 }
 

@@ -66,10 +66,14 @@ impl PgConnInfo {
     }
 }
 
-/// Deadlock or serialization failure: the transaction should be run again.
-pub fn is_retryable(e: &::postgres::Error) -> bool {
+/// A deadlock or serialization failure (the transaction should be run again), by name.
+pub fn conflict(e: &::postgres::Error) -> Option<&'static str> {
     use ::postgres::error::SqlState;
-    matches!(e.code(), Some(c) if *c == SqlState::T_R_DEADLOCK_DETECTED || *c == SqlState::T_R_SERIALIZATION_FAILURE)
+    match e.code() {
+        Some(c) if *c == SqlState::T_R_DEADLOCK_DETECTED => Some("deadlock"),
+        Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE => Some("serialization failure"),
+        _ => None,
+    }
 }
 
 pub struct PgTarget {
@@ -176,6 +180,9 @@ impl Database for PgDb {
     fn connect(&self) -> Result<Connection> {
         Ok(Connection::Postgres(self.info.connect(&self.name)?))
     }
+    fn go_cold(&self) -> Result<()> {
+        super::go_cold_on(&self._server)
+    }
 }
 
 struct Staged {
@@ -215,6 +222,9 @@ struct Copied(PgDb);
 impl Database for Copied {
     fn connect(&self) -> Result<Connection> {
         self.0.connect()
+    }
+    fn go_cold(&self) -> Result<()> {
+        self.0.go_cold()
     }
 }
 

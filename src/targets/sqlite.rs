@@ -252,13 +252,27 @@ impl SqliteConnection {
     pub fn write<T>(
         &self,
         rec: &mut crate::driver::UnitRecorder,
-        mut body: impl FnMut(&rusqlite::Connection) -> rusqlite::Result<T>,
+        body: impl FnMut(&rusqlite::Connection) -> rusqlite::Result<T>,
     ) -> Result<T> {
+        self.write_with(rec, conflict, body)
+    }
+
+    /// [`Self::write`] for a body with its own error type, which `conflict` classifies.
+    pub fn write_with<T, E>(
+        &self,
+        rec: &mut crate::driver::UnitRecorder,
+        conflict: impl Fn(&E) -> Option<&'static str>,
+        mut body: impl FnMut(&rusqlite::Connection) -> Result<T, E>,
+    ) -> Result<T>
+    where
+        E: std::error::Error + From<rusqlite::Error> + Send + Sync + 'static,
+    {
         let (_turn, waited) = self.gate.enter();
         rec.lock_waits(u64::from(waited));
         let c = &self.conn;
-        let result = crate::driver::restarting(rec, is_busy, || {
-            let outcome = c.execute_batch("BEGIN IMMEDIATE").and_then(|_| body(c)).and_then(|v| {
+        let result = crate::driver::restarting(rec, conflict, || {
+            c.execute_batch("BEGIN IMMEDIATE")?;
+            let outcome = body(c).and_then(|v| {
                 if !c.is_autocommit() {
                     c.execute_batch("COMMIT")?;
                 }
@@ -423,9 +437,9 @@ pub fn take_lock_waits() -> u64 {
     LOCK_WAITS.with(|c| c.replace(0))
 }
 
-/// Whether an error means "the database was busy": the transaction should be retried.
-pub fn is_busy(e: &rusqlite::Error) -> bool {
-    matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
+/// "busy" when another process held the database: the transaction should be retried.
+pub fn conflict(e: &rusqlite::Error) -> Option<&'static str> {
+    matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)).then_some("busy")
 }
 
 #[cfg(test)]

@@ -4,8 +4,10 @@
 //! SQL) behind the [`Workload`] trait; the driver loop, pacing and statistics live once in
 //! [`crate::driver`]. Adding a workload is one module plus one arm in [`by_name`].
 
+pub mod batch;
 pub mod ds2;
 pub mod tpcb;
+pub mod tpcc;
 
 use crate::driver::{FromStart, IntervalSample, RunResult, Worker};
 use crate::targets::{BuildMeta, Database};
@@ -18,7 +20,7 @@ use serde::Serialize;
 pub const CANARY: &str = "DBVS-CANARY-PLAINTEXT-7F3A";
 
 /// The workload names `--workload` accepts.
-pub const NAMES: &[&str] = &["ds2", "tpcb"];
+pub const NAMES: &[&str] = &["ds2", "tpcb", "tpcc", "batch"];
 
 /// One invariant checked against the database after a run.
 #[derive(Clone, Debug, Serialize)]
@@ -39,9 +41,19 @@ pub trait Workload: Send + Sync {
     /// Returns the number of rows loaded. Stops early (with an error) on Ctrl-C.
     fn build(&self, db: &dyn Database, progress: &ProgressBar) -> Result<u64>;
     /// A worker for thread `index`, connected to `db`, which was built as `meta` describes.
-    fn worker(&self, db: &dyn Database, meta: &BuildMeta, index: usize) -> Result<Box<dyn Worker>>;
-    /// Invariants the database must satisfy after a run that did `done`.
-    fn check(&self, db: &dyn Database, meta: &BuildMeta, done: &FromStart) -> Result<Vec<Check>>;
+    fn worker<'a>(&'a self, db: &'a dyn Database, meta: &BuildMeta, index: usize) -> Result<Box<dyn Worker + 'a>>;
+    /// Invariants the database must satisfy: after a run that did `done`, or at any time
+    /// (`dbvs check`) when `done` is `None`.
+    fn check(&self, db: &dyn Database, meta: &BuildMeta, done: Option<&FromStart>) -> Result<Vec<Check>>;
+    /// A counter in the database read at the start and the end of the measured window (TPC-C:
+    /// sum(D_NEXT_O_ID), as HammerDB reads it); its change reaches [`Workload::metrics`]
+    /// as [`RunResult::window_counter`].
+    fn window_counter(&self, _db: &dyn Database) -> Result<Option<i64>> {
+        Ok(None)
+    }
+    /// Pacing the workload insists on (the batch suite runs one session a fixed number of
+    /// times); others leave the user's pacing alone.
+    fn adjust_pacing(&self, _pacing: &mut crate::driver::Pacing) {}
     /// The workload's run parameters, for reports.
     fn params(&self) -> serde_json::Value;
     /// The workload's headline metrics from a run (DS2: OPM, orders, rollbacks...).
@@ -55,11 +67,16 @@ pub trait Workload: Send + Sync {
 }
 
 /// Parameters every workload may use; each takes what applies to it.
+#[derive(Default)]
 pub struct WorkloadArgs {
     /// The workload's size, in its own terms; `None` takes the workload's default.
     pub size: Option<String>,
     pub seed: u64,
     pub ds2: ds2::Mix,
+    pub tpcc: tpcc::Options,
+    pub batch: batch::Options,
+    /// Runs start from cold caches (the batch suite goes cold before every execution).
+    pub cold: bool,
 }
 
 /// Checks that a pristine database was built the way this run asks for (same workload,
@@ -88,6 +105,8 @@ pub fn by_name(name: &str, args: &WorkloadArgs) -> Result<Box<dyn Workload>> {
     match name {
         "ds2" => Ok(Box::new(ds2::Ds2::new(args)?)),
         "tpcb" => Ok(Box::new(tpcb::Tpcb::new(args)?)),
+        "tpcc" => Ok(Box::new(tpcc::Tpcc::new(args)?)),
+        "batch" => Ok(Box::new(batch::Batch::new(args)?)),
         _ => anyhow::bail!("unknown workload '{name}': available: {}", NAMES.join(", ")),
     }
 }

@@ -9,7 +9,7 @@ use super::build::{Batch, Loader as LoaderTrait};
 use super::data::Customer;
 use super::order::{place_order, Browse, Cart, PurchaseSteps, Session as SessionTrait};
 use crate::driver::{restarting, Outcome, UnitRecorder};
-use crate::targets::mysql::is_retryable;
+use crate::targets::mysql::conflict;
 use anyhow::Result;
 use mysql::prelude::Queryable;
 use mysql::{Conn, Statement, TxOpts};
@@ -306,7 +306,7 @@ impl SessionTrait for Session {
 
     fn purchase(&mut self, customer: i64, cart: &Cart, rec: &mut UnitRecorder) -> Result<Outcome> {
         let (c, st) = (&mut self.c, &self.st);
-        restarting(rec, is_retryable, || {
+        restarting(rec, conflict, || {
             let mut tx = c.start_transaction(TxOpts::default())?;
             let outcome = place_order(&mut Steps { tx: &mut tx, st }, customer, cart)?;
             match outcome {

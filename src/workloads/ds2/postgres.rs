@@ -9,7 +9,7 @@ use super::build::{Batch, Loader as LoaderTrait};
 use super::data::Customer;
 use super::order::{place_order, Browse, Cart, PurchaseSteps, Session as SessionTrait};
 use crate::driver::{restarting, Outcome, UnitRecorder};
-use crate::targets::postgres::is_retryable;
+use crate::targets::postgres::conflict;
 use anyhow::Result;
 use postgres::{Client, Statement};
 use std::io::Write;
@@ -311,7 +311,7 @@ impl SessionTrait for Session {
 
     fn purchase(&mut self, customer: i64, cart: &Cart, rec: &mut UnitRecorder) -> Result<Outcome> {
         let (c, st) = (&mut self.c, &self.st);
-        restarting(rec, is_retryable, || {
+        restarting(rec, conflict, || {
             let mut tx = c.transaction()?;
             let outcome = place_order(&mut Steps { tx: &mut tx, st }, customer, cart)?;
             match outcome {

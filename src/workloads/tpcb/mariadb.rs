@@ -2,7 +2,7 @@
 
 use super::{Pick, ACCOUNTS_PER_BRANCH, TELLERS_PER_BRANCH};
 use crate::driver::{restarting, UnitRecorder};
-use crate::targets::mysql::is_retryable;
+use crate::targets::mysql::conflict;
 use anyhow::Result;
 use indicatif::ProgressBar;
 use mysql::prelude::Queryable;
@@ -66,7 +66,7 @@ impl Session {
 impl super::Session for Session {
     fn transaction(&mut self, p: &Pick, rec: &mut UnitRecorder) -> Result<()> {
         let (c, st) = (&mut self.c, &self.st);
-        restarting(rec, is_retryable, || {
+        restarting(rec, conflict, || {
             let mut tx = c.start_transaction(TxOpts::default())?;
             tx.exec_drop(&st[0], (p.delta, p.aid))?;
             tx.exec_first::<i64, _, _>(&st[1], (p.aid,))?;

@@ -3,7 +3,7 @@
 
 use super::{Pick, ACCOUNTS_PER_BRANCH, TELLERS_PER_BRANCH};
 use crate::driver::{restarting, UnitRecorder};
-use crate::targets::postgres::is_retryable;
+use crate::targets::postgres::conflict;
 use anyhow::Result;
 use indicatif::ProgressBar;
 use postgres::{Client, Statement};
@@ -85,7 +85,7 @@ impl Session {
 impl super::Session for Session {
     fn transaction(&mut self, p: &Pick, rec: &mut UnitRecorder) -> Result<()> {
         let (c, st) = (&mut self.c, &self.st);
-        restarting(rec, is_retryable, || {
+        restarting(rec, conflict, || {
             let mut tx = c.transaction()?;
             tx.execute(&st[0], &[&p.delta, &p.aid])?;
             tx.query_one(&st[1], &[&p.aid])?;

@@ -1,0 +1,183 @@
+//! The five TPC-C transactions (clause 2), as client-side SQL run through [`Tx`]. Every
+//! random input is drawn by the caller ([`super::worker`]) before the transaction starts, so
+//! a restart after a conflict repeats exactly the same request.
+
+use super::sql::*;
+use crate::driver::Outcome;
+
+/// A New-Order line: item, supplying warehouse, quantity.
+#[derive(Clone, Copy, Debug)]
+pub struct Line {
+    pub item: i64,
+    pub supply_w: i64,
+    pub qty: i64,
+}
+
+pub struct NewOrder {
+    pub w: i64,
+    pub d: i64,
+    pub c: i64,
+    /// Sorted by (supplying warehouse, item), so concurrent New-Orders lock stock rows in one
+    /// order and cannot deadlock on them.
+    pub lines: Vec<Line>,
+    /// The request carries an unused item id on its last line and must roll back (1%).
+    pub rollback: bool,
+}
+
+/// How a customer is named in Payment and Order-Status: 60% by last name.
+#[derive(Clone, Debug)]
+pub enum Who {
+    Id(i64),
+    LastName(String),
+}
+
+pub struct Payment {
+    pub w: i64,
+    pub d: i64,
+    pub c_w: i64,
+    pub c_d: i64,
+    pub who: Who,
+    pub amount: f64,
+}
+
+pub struct OrderStatus {
+    pub w: i64,
+    pub d: i64,
+    pub who: Who,
+}
+
+pub struct Delivery {
+    pub w: i64,
+    pub carrier: i64,
+}
+
+pub struct StockLevel {
+    pub w: i64,
+    pub d: i64,
+    pub threshold: i64,
+}
+
+pub fn new_order(tx: &mut dyn Tx, r: &NewOrder) -> Result<Outcome, DbError> {
+    use Arg::*;
+    let (w, d) = (Int(r.w), Int(r.d));
+    let cw = tx.query(NO_CUSTOMER_WAREHOUSE, &[w, d, Int(r.c)])?;
+    let (discount, w_tax) = (cw.real(0, 0)?, cw.real(0, 3)?);
+    let dist = tx.query(NO_DISTRICT, &[w, d])?;
+    let (o_id, d_tax) = (dist.int(0, 0)?, dist.real(0, 1)?);
+    tx.execute(NO_NEXT_ORDER, &[w, d])?;
+    let all_local = r.lines.iter().all(|l| l.supply_w == r.w);
+    tx.execute(NO_INSERT_ORDER, &[Int(o_id), d, w, Int(r.c), Int(r.lines.len() as i64), Int(all_local as i64)])?;
+    tx.execute(NO_INSERT_NEW_ORDER, &[Int(o_id), d, w])?;
+    let mut total = 0.0;
+    for (n, l) in (1..).zip(&r.lines) {
+        let item = tx.query(NO_ITEM, &[Int(l.item)])?;
+        if item.is_empty() {
+            // Clause 2.4.2.3: an unused item id means "item not found"; roll back.
+            return Ok(Outcome::RolledBack);
+        }
+        let price = item.real(0, 0)?;
+        let stock = tx.query(NO_STOCK, &[Int(l.item), Int(l.supply_w)])?;
+        let qty = stock.int(0, 0)?;
+        let dist_info = stock.text(0, 1 + r.d as usize)?.into_owned();
+        let left = if qty >= l.qty + 10 { qty - l.qty } else { qty - l.qty + 91 };
+        let remote = Int((l.supply_w != r.w) as i64);
+        tx.execute(NO_UPDATE_STOCK, &[Int(left), Int(l.qty), remote, Int(l.item), Int(l.supply_w)])?;
+        let amount = (l.qty as f64 * price * 100.0).round() / 100.0;
+        total += amount;
+        tx.execute(
+            NO_INSERT_LINE,
+            &[Int(o_id), d, w, Int(n), Int(l.item), Int(l.supply_w), Int(l.qty), Real(amount), Text(&dist_info)],
+        )?;
+    }
+    // The order's total is part of the terminal output; computing it keeps the client work honest.
+    std::hint::black_box(total * (1.0 - discount) * (1.0 + w_tax + d_tax));
+    Ok(Outcome::Committed)
+}
+
+/// The customer a last name names: the middle row (ceil(n/2)) in first-name order.
+fn customer_by_name(tx: &mut dyn Tx, w: i64, d: i64, last: &str) -> Result<i64, DbError> {
+    let rows = tx.query(CUSTOMERS_BY_NAME, &[Arg::Int(w), Arg::Int(d), Arg::Text(last)])?;
+    if rows.is_empty() {
+        return Err(DbError::Data(format!("no customer named {last} in warehouse {w}, district {d}")));
+    }
+    rows.int(rows.len().div_ceil(2) - 1, 0)
+}
+
+pub fn payment(tx: &mut dyn Tx, r: &Payment) -> Result<Outcome, DbError> {
+    use Arg::*;
+    let (w, d, amount) = (Int(r.w), Int(r.d), Real(r.amount));
+    tx.execute(PAY_WAREHOUSE_YTD, &[amount, w])?;
+    let wh = tx.query(PAY_WAREHOUSE, &[w])?;
+    tx.execute(PAY_DISTRICT_YTD, &[amount, w, d])?;
+    let di = tx.query(PAY_DISTRICT, &[w, d])?;
+    let c = match &r.who {
+        Who::Id(c) => *c,
+        Who::LastName(last) => customer_by_name(tx, r.c_w, r.c_d, last)?,
+    };
+    let key = [Int(r.c_w), Int(r.c_d), Int(c)];
+    let cust = tx.query(PAY_CUSTOMER, &key)?;
+    if cust.is_empty() {
+        return Err(DbError::Data(format!("customer {c} of warehouse {}, district {} is missing", r.c_w, r.c_d)));
+    }
+    if cust.text(0, 10)? == "BC" {
+        let old = tx.query(PAY_CUSTOMER_DATA, &key)?.text(0, 0)?.into_owned();
+        let mut data = format!("{c} {} {} {} {} {:.2} | {old}", r.c_d, r.c_w, r.d, r.w, r.amount);
+        data.truncate(500);
+        tx.execute(PAY_UPDATE_BAD_CREDIT, &[amount, amount, Text(&data), key[0], key[1], key[2]])?;
+    } else {
+        tx.execute(PAY_UPDATE_CUSTOMER, &[amount, amount, key[0], key[1], key[2]])?;
+    }
+    let h_data = format!("{}    {}", wh.text(0, 0)?, di.text(0, 0)?);
+    tx.execute(PAY_INSERT_HISTORY, &[Int(c), Int(r.c_d), Int(r.c_w), d, w, amount, Text(&h_data)])?;
+    Ok(Outcome::Committed)
+}
+
+pub fn order_status(tx: &mut dyn Tx, r: &OrderStatus) -> Result<Outcome, DbError> {
+    use Arg::*;
+    let c = match &r.who {
+        Who::Id(c) => *c,
+        Who::LastName(last) => customer_by_name(tx, r.w, r.d, last)?,
+    };
+    tx.query(OS_CUSTOMER, &[Int(r.w), Int(r.d), Int(c)])?;
+    let order = tx.query(OS_LAST_ORDER, &[Int(r.w), Int(r.d), Int(c)])?;
+    if !order.is_empty() {
+        tx.query(OS_LINES, &[Int(r.w), Int(r.d), Int(order.int(0, 0)?)])?;
+    }
+    Ok(Outcome::Committed)
+}
+
+/// Delivers the oldest undelivered order of every district; returns how many districts had
+/// none (clause 2.7.4.2: skipped, and the skip is reported).
+pub fn delivery(tx: &mut dyn Tx, r: &Delivery) -> Result<u32, DbError> {
+    use Arg::*;
+    let w = Int(r.w);
+    let mut skipped = 0;
+    for d in 1..=super::DISTRICTS {
+        let d = Int(d);
+        let oldest = tx.query(DL_OLDEST_NEW_ORDER, &[w, d])?;
+        if oldest.is_empty() {
+            skipped += 1;
+            continue;
+        }
+        let o = Int(oldest.int(0, 0)?);
+        if tx.execute(DL_DELETE_NEW_ORDER, &[w, d, o])? == 0 {
+            // A concurrent Delivery took it first (possible under read committed).
+            skipped += 1;
+            continue;
+        }
+        let c = Int(tx.query(DL_ORDER_CUSTOMER, &[w, d, o])?.int(0, 0)?);
+        tx.execute(DL_SET_CARRIER, &[Int(r.carrier), w, d, o])?;
+        tx.execute(DL_STAMP_LINES, &[w, d, o])?;
+        let total = tx.query(DL_ORDER_TOTAL, &[w, d, o])?.real(0, 0)?;
+        tx.execute(DL_CREDIT_CUSTOMER, &[Real(total), w, d, c])?;
+    }
+    Ok(skipped)
+}
+
+pub fn stock_level(tx: &mut dyn Tx, r: &StockLevel) -> Result<Outcome, DbError> {
+    use Arg::*;
+    let next = tx.query(SL_NEXT_ORDER, &[Int(r.w), Int(r.d)])?.int(0, 0)?;
+    let low = tx.query(SL_LOW_STOCK, &[Int(r.w), Int(r.d), Int(next), Int(next - 20), Int(r.w), Int(r.threshold)])?;
+    std::hint::black_box(low.int(0, 0)?);
+    Ok(Outcome::Committed)
+}
