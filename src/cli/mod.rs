@@ -1,6 +1,7 @@
 //! Command line: argument parsing, and turning errors into one clear line and an exit code.
 
 mod build;
+mod check;
 mod results;
 mod run;
 mod study;
@@ -28,6 +29,9 @@ enum Command {
     Build(build::BuildArgs),
     /// Run a workload on a fresh copy of the pristine database (built first if missing).
     Run(run::RunArgs),
+    /// Check a database's consistency (TPC-C conditions 1-4, DS2 and TPC-B invariants): a
+    /// pristine database, or one kept with --keep-db.
+    Check(check::CheckArgs),
     /// Run a study: variants x workload in randomized blocks, with verdicts and reports.
     Study(study::StudyArgs),
     /// Browse the results store ($DBVS_RESULTS, default ~/.local/share/dbvs/results.db).
@@ -153,6 +157,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Build(a) => build::main(a),
         Command::Run(a) => run::main(a),
+        Command::Check(a) => check::main(a),
         Command::Study(a) => study::main(a),
         Command::Results(c) => results::results(c),
         Command::Report(a) => results::report(a),

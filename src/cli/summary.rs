@@ -14,6 +14,9 @@ pub fn print(r: &RunRecord, headline: &str) {
     };
     println!("{} on {} {}: {status}, {:.1} s measured", r.workload, r.target.engine, r.target.location, r.elapsed_s);
     let mut line = format!("{} {:.1}", headline.to_uppercase(), m[headline].as_f64().unwrap_or(0.0));
+    if let Some(tpm) = m["tpm"].as_f64() {
+        line += &format!("   TPM {tpm:.1}");
+    }
     for key in ["orders", "transactions", "rollbacks", "retries", "lock_waits"] {
         if let Some(v) = m[key].as_u64() {
             line += &format!("   {} {v}", key.replace('_', " "));
@@ -23,6 +26,17 @@ pub fn print(r: &RunRecord, headline: &str) {
         line += &format!("   rollback rate {:.2}%", 100.0 * rate);
     }
     println!("{line}");
+    if let Value::Object(statements) = &m["statements"] {
+        for (q, s) in statements {
+            let rows = s["rows"].as_array().map_or(0, Vec::len);
+            println!(
+                "{q}: {:.1} ms +- {:.1} (95% CI, {} executions), {rows} result rows",
+                s["mean_ms"].as_f64().unwrap_or(f64::NAN),
+                s["ci95_ms"].as_f64().unwrap_or(f64::NAN),
+                s["executions"]
+            );
+        }
+    }
     println!(
         "CPU: dbvs process {:.1}% of {} cores; driver code {:.2}% of worker time",
         r.driver.process_cpu_pct, r.env.host.cores, r.driver.driver_overhead_pct

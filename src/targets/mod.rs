@@ -46,6 +46,8 @@ pub trait Target: Send + Sync {
     fn stage_build(&self) -> Result<Box<dyn StagedBuild>>;
     /// A fresh copy of the pristine database for one run. Dropping it deletes it.
     fn fresh_copy(&self) -> Result<Box<dyn RunCopy>>;
+    /// The database the target names, as it is (a pristine or a kept run), for `dbvs check`.
+    fn existing(&self) -> Result<Box<dyn Database>>;
     /// What the engine itself says, to explain a failed run (a managed server's log).
     fn diagnostics(&self) -> Option<String> {
         None

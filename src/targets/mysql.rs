@@ -197,6 +197,10 @@ impl Target for MyTarget {
         self.server.as_ref().map(|s| format!("server log: {}", s.log_tail()))
     }
 
+    fn existing(&self) -> Result<Box<dyn Database>> {
+        Ok(Box::new(self.db(self.info.dbname.clone())))
+    }
+
     fn fresh_copy(&self) -> Result<Box<dyn RunCopy>> {
         if let Some(server) = &self.managed {
             let pristine = server.data_dir();

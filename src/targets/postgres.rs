@@ -148,6 +148,10 @@ impl Target for PgTarget {
         self.server.as_ref().map(|s| format!("server log: {}", s.log_tail()))
     }
 
+    fn existing(&self) -> Result<Box<dyn Database>> {
+        Ok(Box::new(self.db(self.info.dbname.clone())))
+    }
+
     fn fresh_copy(&self) -> Result<Box<dyn RunCopy>> {
         self.sweep()?;
         let name = format!("{}_run_{}", self.info.dbname, std::process::id());

@@ -203,6 +203,10 @@ impl Target for SqliteTarget {
         Ok(Box::new(Staged { db: self.db(staging, Mode::Build), dest: self.path.clone() }))
     }
 
+    fn existing(&self) -> Result<Box<dyn Database>> {
+        Ok(Box::new(self.db(self.path.clone(), Mode::Run)))
+    }
+
     fn fresh_copy(&self) -> Result<Box<dyn RunCopy>> {
         let copy = self.sibling("run");
         let db = self.db(copy, Mode::Run);

@@ -27,8 +27,8 @@ const CONDITIONS: &[(&str, &str)] = &[
     ),
     (
         "condition 4: sum(O_OL_CNT) = ORDER_LINE rows per district",
-        "SELECT count(*) FROM (SELECT o_w_id, o_d_id, sum(o_ol_cnt) AS lines FROM orders GROUP BY o_w_id, o_d_id) o \
-         WHERE lines <> (SELECT count(*) FROM order_line WHERE ol_w_id = o.o_w_id AND ol_d_id = o.o_d_id)",
+        "SELECT count(*) FROM (SELECT o_w_id, o_d_id, sum(o_ol_cnt) AS ol_cnt FROM orders GROUP BY o_w_id, o_d_id) o \
+         WHERE ol_cnt <> (SELECT count(*) FROM order_line WHERE ol_w_id = o.o_w_id AND ol_d_id = o.o_d_id)",
     ),
 ];
 

@@ -23,10 +23,15 @@ fn conn(db: &dyn Database) -> Result<Conn> {
 struct InsertSink {
     c: Conn,
     sql: String,
+    open: bool,
 }
 
 impl Sink for InsertSink {
     fn put(&mut self, table: Table, rows: &[Row]) -> Result<()> {
+        if !self.open {
+            self.c.query_drop("BEGIN")?;
+            self.open = true;
+        }
         self.sql.clear();
         write!(self.sql, "INSERT INTO {} VALUES ", table.name())?;
         for (n, row) in rows.iter().enumerate() {
@@ -50,6 +55,10 @@ impl Sink for InsertSink {
     }
 
     fn end_part(&mut self) -> Result<()> {
+        if self.open {
+            self.c.query_drop("COMMIT")?;
+            self.open = false;
+        }
         Ok(())
     }
 }
@@ -60,7 +69,7 @@ pub fn load(db: &dyn Database, warehouses: i64, seed: u64, consts: Constants, pr
         c.query_drop(t)?;
     }
     let sinks = (0..super::loader_threads(warehouses))
-        .map(|_| Ok(Box::new(InsertSink { c: conn(db)?, sql: String::new() }) as Box<dyn Sink + Send>))
+        .map(|_| Ok(Box::new(InsertSink { c: conn(db)?, sql: String::new(), open: false }) as Box<dyn Sink + Send>))
         .collect::<Result<Vec<_>>>()?;
     load::generate(warehouses, seed, consts, sinks, progress)?;
     for i in super::schema::indexes() {

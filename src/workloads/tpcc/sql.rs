@@ -16,11 +16,11 @@ pub enum Dialect {
 }
 
 /// Translates portable SQL: PostgreSQL numbers its placeholders, SQLite has no row locks
-/// (its writers are serialized whole), MariaDB calls timestamps DATETIME.
+/// (its writers are serialized whole).
 pub fn dialect(sql: &str, d: Dialect) -> String {
     match d {
         Dialect::Sqlite => sql.replace(" FOR UPDATE", ""),
-        Dialect::MariaDb => sql.replace("TIMESTAMP", "DATETIME"),
+        Dialect::MariaDb => sql.to_string(),
         Dialect::Postgres => {
             let mut out = String::with_capacity(sql.len() + 16);
             let mut n = 0;
@@ -237,7 +237,8 @@ mod tests {
         let sql = "SELECT a FROM t WHERE x = ? AND y = ? FOR UPDATE";
         assert_eq!(dialect(sql, Dialect::Postgres), "SELECT a FROM t WHERE x = $1 AND y = $2 FOR UPDATE");
         assert_eq!(dialect(sql, Dialect::Sqlite), "SELECT a FROM t WHERE x = ? AND y = ?");
-        assert_eq!(dialect("CREATE TABLE t (d TIMESTAMP)", Dialect::MariaDb), "CREATE TABLE t (d DATETIME)");
+        let now = "INSERT INTO t VALUES (CURRENT_TIMESTAMP, ?)";
+        assert_eq!(dialect(now, Dialect::MariaDb), now);
     }
 
     #[test]
