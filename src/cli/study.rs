@@ -37,6 +37,23 @@ pub fn main(args: StudyArgs) -> Result<ExitCode> {
         };
         println!("  {:<12} {mean:<28} {what}", v.info.name);
     }
+    if r.measures.len() > 1 {
+        for m in &r.measures {
+            for c in &m.comparisons {
+                let e = &c.estimate;
+                let pct = |x: f64| format!("{:+.1}%", 100.0 * (x - 1.0));
+                println!(
+                    "  {:<28} {:<10} {} [{}, {}]  {}",
+                    m.measure.key(),
+                    c.variant,
+                    pct(e.ratio),
+                    pct(e.ci.0),
+                    pct(e.ci.1),
+                    c.verdict
+                );
+            }
+        }
+    }
     for c in &r.canary {
         println!(
             "  canary {:<12} {} hits in {} bytes at rest: {}",

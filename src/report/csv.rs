@@ -1,4 +1,5 @@
-//! CSV: one row per run, for spreadsheets.
+//! CSV: one row per run, for spreadsheets. `headline` is the run's workload's first
+//! measure (OPM, TPM, or the batch suite's q1 latency in ms).
 
 use super::StudyReport;
 use std::fmt::Write;
@@ -16,16 +17,18 @@ fn num(x: Option<f64>) -> String {
 }
 
 pub fn render(r: &StudyReport) -> String {
-    let mut out =
-        format!("study_id,run_id,block,variant,status,cause,{},orders,rollback_rate,p95_ms,cpu_pct\n", r.metric);
+    let mut out = String::from(
+        "study_id,run_id,block,variant,workload,status,cause,headline,units,rollback_rate,p95_ms,cpu_pct\n",
+    );
     for run in &r.runs {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{}",
             r.study_id,
             run.run_id,
             run.block + 1,
             field(&run.variant),
+            field(&run.workload),
             run.status,
             field(run.cause.as_deref().unwrap_or("")),
             num(run.metric),
@@ -47,6 +50,7 @@ mod tests {
         let csv = super::render(&r);
         assert_eq!(csv.lines().count(), 1 + r.runs.len());
         assert!(csv.contains("\"said \"\"no\"\", twice\""));
-        assert!(csv.starts_with("study_id,run_id,block,variant,status,cause,opm,"));
+        assert!(csv.starts_with("study_id,run_id,block,variant,workload,status,cause,headline,"));
+        assert!(csv.lines().nth(1).unwrap().contains(",plain,ds2,completed,"));
     }
 }

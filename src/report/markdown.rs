@@ -30,7 +30,14 @@ pub fn render(r: &StudyReport) -> String {
         100.0 * r.ci_target
     );
     let _ = writeln!(out, "- {} to {}", r.started_at, r.finished_at);
-    for t in [tables::verdicts(r), tables::per_run(r), tables::latency(r), tables::canary(r), tables::sut(r)] {
+    for t in [
+        tables::changes(r),
+        tables::verdicts(r),
+        tables::per_run(r),
+        tables::latency(r),
+        tables::canary(r),
+        tables::sut(r),
+    ] {
         table(&mut out, &t);
     }
     let _ = write!(out, "\n## Study file\n\n```toml\n{}\n```\n", r.sut.study_file.trim_end());
@@ -44,6 +51,8 @@ mod tests {
         let md = super::render(&super::super::sample::report());
         for s in [
             "## Verdict",
+            "## Changes vs baseline",
+            "ds2 | OPM | 100 orders/min",
             "slower by",
             "## Runs",
             "block 6",

@@ -12,6 +12,7 @@ use crate::driver::LatencySummary;
 use crate::host::HostInfo;
 use crate::stats::{RatioEstimate, Summary, Verdict};
 use crate::study::canary::CanaryResult;
+use crate::study::measures::Measure;
 use crate::variants::VariantInfo;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
@@ -29,7 +30,8 @@ pub struct StudyReport {
     pub finished_at: String,
     /// Why the study stopped adding blocks.
     pub stop_reason: String,
-    /// The compared metric (`opm`) and its direction.
+    /// The headline measure (the first workload's first), which the detailed tables and
+    /// charts show, and its direction.
     pub metric: String,
     pub higher_is_better: bool,
     pub baseline: String,
@@ -37,7 +39,12 @@ pub struct StudyReport {
     pub blocks_completed: usize,
     pub seconds_per_block: f64,
     pub variants: Vec<VariantReport>,
+    /// The headline measure's comparisons.
     pub comparisons: Vec<Comparison>,
+    /// Every measure of every workload (the headline first): per variant means and
+    /// comparisons, for the seed-style table of changes.
+    #[serde(default)]
+    pub measures: Vec<MeasureReport>,
     pub runs: Vec<RunRow>,
     pub canary: Vec<CanaryResult>,
     pub sut: Sut,
@@ -58,6 +65,14 @@ pub struct VariantReport {
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MeasureReport {
+    pub measure: Measure,
+    /// (variant, summary over its completed runs)
+    pub summaries: Vec<(String, Summary)>,
+    pub comparisons: Vec<Comparison>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Comparison {
     pub variant: String,
     pub estimate: RatioEstimate,
@@ -69,6 +84,9 @@ pub struct RunRow {
     pub run_id: i64,
     pub block: usize,
     pub variant: String,
+    /// The workload's label.
+    #[serde(default)]
+    pub workload: String,
     pub status: String,
     pub cause: Option<String>,
     pub metric: Option<f64>,
@@ -197,13 +215,33 @@ pub(crate) mod sample {
             blocks_completed: 6,
             seconds_per_block: 20.0,
             variants: vec![v("plain", &base), v("sqlcipher", &enc), skipped],
-            comparisons: vec![Comparison { variant: "sqlcipher".into(), verdict: verdict(&est, true), estimate: est }],
+            comparisons: vec![Comparison {
+                variant: "sqlcipher".into(),
+                verdict: verdict(&est, true),
+                estimate: est.clone(),
+            }],
+            measures: vec![MeasureReport {
+                measure: Measure {
+                    workload: "ds2".into(),
+                    name: "OPM".into(),
+                    unit: "orders/min".into(),
+                    higher_is_better: true,
+                    pointer: "/metrics/opm".into(),
+                },
+                summaries: vec![("plain".into(), summarize(&base)), ("sqlcipher".into(), summarize(&enc))],
+                comparisons: vec![Comparison {
+                    variant: "sqlcipher".into(),
+                    verdict: verdict(&est, true),
+                    estimate: est,
+                }],
+            }],
             runs: (0..6)
                 .flat_map(|b| {
                     [("plain", base[b]), ("sqlcipher", enc[b])].map(|(n, x)| RunRow {
                         run_id: (2 * b) as i64 + 1,
                         block: b,
                         variant: n.into(),
+                        workload: "ds2".into(),
                         status: "completed".into(),
                         cause: None,
                         metric: Some(x),

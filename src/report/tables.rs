@@ -30,7 +30,7 @@ pub fn verdicts(r: &StudyReport) -> Table {
                     v.reason.clone().unwrap_or_default(),
                 ];
             };
-            let mean = format!("{:.0} [{:.0}, {:.0}] (n={})", s.mean, s.ci.0, s.ci.1, s.n);
+            let mean = format!("{} [{}, {}] (n={})", number(s.mean), number(s.ci.0), number(s.ci.1), s.n);
             match r.comparisons.iter().find(|c| c.variant == name) {
                 Some(c) => {
                     let e = &c.estimate;
@@ -65,16 +65,65 @@ pub fn verdicts(r: &StudyReport) -> Table {
     }
 }
 
-/// Seed-style: one row per block, one column per variant, then mean and change rows.
+/// Seed 002's table shape: one row per measure (a TPC-C profile's throughput, a batch
+/// statement's latency), the baseline's mean, and each variant's change with its 95% CI
+/// and verdict. Latency changes are positive when the variant is slower.
+pub fn changes(r: &StudyReport) -> Table {
+    let others: Vec<&str> = r.measures.iter().flat_map(|m| m.comparisons.iter().map(|c| c.variant.as_str())).fold(
+        Vec::new(),
+        |mut v, n| {
+            if !v.contains(&n) {
+                v.push(n);
+            }
+            v
+        },
+    );
+    let rows = r
+        .measures
+        .iter()
+        .map(|m| {
+            let base = m.summaries.iter().find(|(n, _)| *n == r.baseline).map(|(_, s)| s);
+            let mut row = vec![
+                m.measure.workload.clone(),
+                m.measure.name.clone(),
+                base.map_or("-".into(), |s| format!("{} {}", number(s.mean), m.measure.unit)),
+            ];
+            for v in &others {
+                row.push(m.comparisons.iter().find(|c| c.variant == *v).map_or("-".into(), |c| {
+                    let e = &c.estimate;
+                    format!("{} [{}, {}]; {}", pct(e.ratio), pct(e.ci.0), pct(e.ci.1), c.verdict)
+                }));
+            }
+            row
+        })
+        .collect();
+    let mut header = vec!["workload".to_string(), "measure".into(), format!("{} (baseline)", r.baseline)];
+    header.extend(others.iter().map(|v| format!("{v}: change [95% CI]; verdict")));
+    Table { title: "Changes vs baseline, per workload and measure", header, rows }
+}
+
+/// Large values without decimals, small ones with two.
+fn number(x: f64) -> String {
+    if x.abs() >= 100.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// Seed-style: one row per block, one column per variant, then mean and change rows, for
+/// the headline measure.
 pub fn per_run(r: &StudyReport) -> Table {
     let names: Vec<&str> = r.variants.iter().filter(|v| v.summary.is_some()).map(|v| v.info.name.as_str()).collect();
-    let blocks = r.runs.iter().map(|x| x.block + 1).max().unwrap_or(0);
+    let headline = r.measures.first().map(|m| m.measure.workload.as_str());
+    let runs: Vec<_> = r.runs.iter().filter(|x| headline.is_none_or(|w| x.workload == w)).collect();
+    let blocks = runs.iter().map(|x| x.block + 1).max().unwrap_or(0);
     let mut rows: Vec<Vec<String>> = (0..blocks)
         .map(|b| {
             let mut row = vec![format!("block {}", b + 1)];
             for n in &names {
-                let cell = r.runs.iter().find(|x| x.block == b && x.variant == *n).map_or("-".to_string(), |x| {
-                    x.metric.filter(|_| x.status == "completed").map_or(x.status.clone(), |v| format!("{v:.0}"))
+                let cell = runs.iter().find(|x| x.block == b && x.variant == *n).map_or("-".to_string(), |x| {
+                    x.metric.filter(|_| x.status == "completed").map_or(x.status.clone(), number)
                 });
                 row.push(cell);
             }
@@ -84,17 +133,17 @@ pub fn per_run(r: &StudyReport) -> Table {
     let summary_of = |n: &str| r.variants.iter().find(|v| v.info.name == n).and_then(|v| v.summary.clone());
     rows.push(
         std::iter::once("total".to_string())
-            .chain(names.iter().map(|n| summary_of(n).map_or(String::new(), |s| format!("{:.0}", s.mean * s.n as f64))))
+            .chain(names.iter().map(|n| summary_of(n).map_or(String::new(), |s| number(s.mean * s.n as f64))))
             .collect(),
     );
     rows.push(
         std::iter::once("mean".to_string())
-            .chain(names.iter().map(|n| summary_of(n).map_or(String::new(), |s| format!("{:.0}", s.mean))))
+            .chain(names.iter().map(|n| summary_of(n).map_or(String::new(), |s| number(s.mean))))
             .collect(),
     );
     rows.push(
         std::iter::once("median".to_string())
-            .chain(names.iter().map(|n| summary_of(n).map_or(String::new(), |s| format!("{:.0}", s.median))))
+            .chain(names.iter().map(|n| summary_of(n).map_or(String::new(), |s| number(s.median))))
             .collect(),
     );
     rows.push(

@@ -2,7 +2,7 @@
 //! variant's environment, logs, Ctrl-C forwarding, and the run record read back as JSON.
 
 use super::canary::{self, CanaryResult};
-use super::file::StudyFile;
+use super::file::{StudyFile, WorkloadConfig};
 use crate::interrupt;
 use crate::variants::{Prepared, VariantConfig};
 use anyhow::{bail, Context as _, Result};
@@ -17,29 +17,35 @@ pub struct Context<'a> {
     pub out: &'a Path,
 }
 
-const DB_FILE: &str = "ds2.db";
 const SCAN_COPY: &str = "canary-scan.db";
 
-/// Arguments that pick the database: target, workload, size, seed and encryption.
-fn db_args(ctx: &Context, p: &Prepared) -> Vec<OsString> {
-    let w = &ctx.study.workload;
+/// A file name for text such as a workload label.
+fn slug(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
+}
+
+/// The SQLite file of a workload's build; workloads sharing a build (tpcc and batch) share it.
+fn db_file(w: &WorkloadConfig) -> String {
+    let build = if w.name == "batch" { "tpcc" } else { &w.name };
+    format!("{build}-{}.db", slug(w.size.as_deref().unwrap_or("default")))
+}
+
+/// Arguments that pick the database: target, workload, size, seed and encryption. A
+/// managed server keeps every workload's database in its one data directory.
+fn db_args(ctx: &Context, p: &Prepared, w: &WorkloadConfig) -> Vec<OsString> {
     let server_dir = p.data_dir.join("server");
     let mut a: Vec<OsString> = match ctx.study.target.engine.as_str() {
         "postgres" => vec!["--target".into(), "managed-postgres".into(), "--data-dir".into(), server_dir.into()],
         "mariadb" => vec!["--target".into(), "managed-mariadb".into(), "--data-dir".into(), server_dir.into()],
-        _ => vec!["--target".into(), format!("sqlite:{}", p.data_dir.join(DB_FILE).display()).into()],
+        _ => vec!["--target".into(), format!("sqlite:{}", p.data_dir.join(db_file(w)).display()).into()],
     };
     for (k, v) in ctx.study.target.settings.iter().chain(p.server_settings.iter().map(|(k, v)| (k, v))) {
         a.extend(["--server-setting".into(), format!("{k}={v}").into()]);
     }
-    a.extend([
-        "--workload".into(),
-        w.name.clone().into(),
-        "--size".into(),
-        w.size.clone().into(),
-        "--seed".into(),
-        ctx.study.seed.to_string().into(),
-    ]);
+    a.extend(["--workload".into(), w.name.clone().into(), "--seed".into(), ctx.study.seed.to_string().into()]);
+    if let Some(size) = &w.size {
+        a.extend(["--size".into(), size.into()]);
+    }
     if let Some((key, kind)) = &p.key {
         a.extend(["--key-file".into(), key.into(), "--key-kind".into(), format!("{kind:?}").to_lowercase().into()]);
     }
@@ -79,11 +85,12 @@ fn tail(path: &Path) -> String {
     lines[lines.len().saturating_sub(2)..].join(" / ")
 }
 
-/// Builds the variant's pristine database inside its storage.
-pub fn build(ctx: &Context, v: &VariantConfig, p: &Prepared) -> Result<()> {
-    let (log_path, log) = log_file(ctx, &format!("build-{}.log", v.name))?;
+/// Builds the variant's pristine database for `w` inside its storage (a no-op when an
+/// earlier workload already built the same database).
+pub fn build(ctx: &Context, v: &VariantConfig, p: &Prepared, w: &WorkloadConfig) -> Result<()> {
+    let (log_path, log) = log_file(ctx, &format!("build-{}-{}.log", v.name, slug(&w.label())))?;
     let mut cmd = Command::new(ctx.exe);
-    cmd.arg("build").args(db_args(ctx, p)).envs(p.env.iter().map(|(k, v)| (k, v)));
+    cmd.arg("build").args(db_args(ctx, p, w)).envs(p.env.iter().map(|(k, v)| (k, v)));
     let status = wait(cmd, log)?;
     if interrupt::interrupted() {
         return Err(interrupt::Interrupted.into());
@@ -100,36 +107,60 @@ pub fn run(
     ctx: &Context,
     v: &VariantConfig,
     p: &Prepared,
+    w: &WorkloadConfig,
     block: usize,
     keep_for_scan: bool,
 ) -> Result<serde_json::Value> {
-    let w = &ctx.study.workload;
-    let name = format!("block{:02}-{}", block + 1, v.name);
+    let name = format!("block{:02}-{}-{}", block + 1, v.name, slug(&w.label()));
     let json = ctx.out.join("runs").join(format!("{name}.json"));
     let (log_path, log) = log_file(ctx, &format!("{name}.log"))?;
-    let mix = w.mix();
     let mut cmd = Command::new(ctx.exe);
-    cmd.arg("run").args(db_args(ctx, p)).args([
+    cmd.arg("run").args(db_args(ctx, p, w)).args([
         "--no-store".to_string(),
         "--threads".into(),
         w.threads.to_string(),
-        "--duration".into(),
-        format!("{}", w.duration.as_secs_f64()),
-        "--warmup".into(),
-        format!("{}", w.warmup.as_secs_f64()),
-        "--think-time".into(),
-        format!("{}", w.think_time.as_secs_f64()),
         "--ramp-rate".into(),
         w.ramp_rate.to_string(),
-        "--pct-newcustomers".into(),
-        mix.pct_newcustomers.to_string(),
-        "--n-searches".into(),
-        mix.n_searches.to_string(),
-        "--search-batch-size".into(),
-        mix.search_batch_size.to_string(),
-        "--n-line-items".into(),
-        mix.n_line_items.to_string(),
     ]);
+    // A fixed amount of work per user (seed 002: 1000 requests each), or a timed window.
+    match w.iterations {
+        Some(n) => cmd.args(["--iterations".to_string(), n.to_string()]),
+        None => cmd.args([
+            "--duration".to_string(),
+            format!("{}", w.duration.as_secs_f64()),
+            "--warmup".into(),
+            format!("{}", w.warmup.as_secs_f64()),
+        ]),
+    };
+    match w.random_sleep {
+        Some(max) => cmd.args(["--random-sleep".to_string(), format!("{}", max.as_secs_f64())]),
+        None => cmd.args(["--think-time".to_string(), format!("{}", w.think_time.as_secs_f64())]),
+    };
+    match w.name.as_str() {
+        "ds2" => {
+            let mix = w.mix();
+            cmd.args([
+                "--pct-newcustomers".to_string(),
+                mix.pct_newcustomers.to_string(),
+                "--n-searches".into(),
+                mix.n_searches.to_string(),
+                "--search-batch-size".into(),
+                mix.search_batch_size.to_string(),
+                "--n-line-items".into(),
+                mix.n_line_items.to_string(),
+            ]);
+        }
+        "tpcc" => {
+            cmd.args(["--profile", w.profile.as_deref().unwrap_or("standard")]);
+            if w.spec_pacing {
+                cmd.arg("--spec-pacing");
+            }
+        }
+        "batch" => {
+            cmd.args(["--repeat".to_string(), w.repeat.unwrap_or(5).to_string()]);
+        }
+        _ => {}
+    }
     // About a dozen samples per run for the over-time chart, at least 1 s apart.
     let interval = (w.duration / 12).clamp(Duration::from_secs(1), Duration::from_secs(10));
     cmd.args(["--report-interval".to_string(), format!("{}", interval.as_secs_f64())]);

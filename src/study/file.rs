@@ -2,7 +2,8 @@
 //! Errors point at the file, line and key.
 
 use crate::variants::VariantConfig;
-use crate::workloads::ds2::{Mix, Size};
+use crate::workloads::ds2::Mix;
+use crate::workloads::WorkloadArgs;
 use anyhow::{bail, Result};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::path::Path;
@@ -25,7 +26,13 @@ pub struct StudyFile {
     pub blocks: Blocks,
     #[serde(default)]
     pub target: TargetConfig,
-    pub workload: WorkloadConfig,
+    /// One workload (`[workload]`)...
+    #[serde(default, skip_serializing)]
+    workload: Option<WorkloadConfig>,
+    /// ...or several (`[[workloads]]`); every block runs each on every variant. `load`
+    /// folds `[workload]` into this list.
+    #[serde(default)]
+    pub workloads: Vec<WorkloadConfig>,
     /// The first variant is the baseline.
     pub variants: Vec<VariantConfig>,
 }
@@ -67,8 +74,10 @@ impl Default for TargetConfig {
 #[serde(deny_unknown_fields)]
 pub struct WorkloadConfig {
     pub name: String,
-    #[serde(default = "default_size")]
-    pub size: String,
+    /// How reports name this workload [default: the name, plus the TPC-C profile].
+    pub label: Option<String>,
+    /// In the workload's own terms (see `dbvs run --help`) [default: the workload's].
+    pub size: Option<String>,
     #[serde(default = "one")]
     pub threads: u32,
     #[serde(default = "default_duration", deserialize_with = "duration")]
@@ -87,9 +96,42 @@ pub struct WorkloadConfig {
     pub n_searches: Option<u32>,
     pub search_batch_size: Option<u32>,
     pub n_line_items: Option<u32>,
+    // TPC-C and batch options, each defaulting like `dbvs run`.
+    pub profile: Option<String>,
+    #[serde(default)]
+    pub spec_pacing: bool,
+    pub iterations: Option<u64>,
+    #[serde(default, deserialize_with = "optional_duration")]
+    pub random_sleep: Option<Duration>,
+    pub repeat: Option<u32>,
 }
 
 impl WorkloadConfig {
+    /// The name reports use: the label, else the workload name and its TPC-C profile.
+    pub fn label(&self) -> String {
+        match (&self.label, &self.profile) {
+            (Some(l), _) => l.clone(),
+            (None, Some(p)) => format!("{} {p}", self.name),
+            (None, None) => self.name.clone(),
+        }
+    }
+
+    /// The workload's arguments, as `dbvs run` would build them; checks sizes and profiles.
+    pub fn args(&self, seed: u64) -> Result<WorkloadArgs> {
+        let d = crate::workloads::batch::Options::default();
+        Ok(WorkloadArgs {
+            size: self.size.clone(),
+            seed,
+            ds2: self.mix(),
+            tpcc: crate::workloads::tpcc::Options {
+                profile: self.profile.as_deref().unwrap_or("standard").parse()?,
+                spec_pacing: self.spec_pacing,
+            },
+            batch: crate::workloads::batch::Options { repeat: self.repeat.unwrap_or(d.repeat) },
+            cold: self.cold,
+        })
+    }
+
     pub fn mix(&self) -> Mix {
         let d = Mix::default();
         Mix {
@@ -110,9 +152,6 @@ fn default_budget() -> Duration {
 fn default_ci_target() -> f64 {
     0.01
 }
-fn default_size() -> String {
-    "10MB".into()
-}
 fn one() -> u32 {
     1
 }
@@ -131,15 +170,25 @@ fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     crate::cli::parse_duration(&s).map_err(serde::de::Error::custom)
 }
 
+fn optional_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    duration(d).map(Some)
+}
+
 impl StudyFile {
     /// Reads and checks a study file.
     pub fn load(path: &Path) -> Result<(Self, String)> {
         let shown = path.display();
         let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read study file {shown}: {e}"))?;
-        let file: StudyFile = toml::from_str(&text).map_err(|e| {
+        let mut file: StudyFile = toml::from_str(&text).map_err(|e| {
             let line = e.span().map_or(0, |s| text[..s.start.min(text.len())].matches('\n').count() + 1);
             anyhow::anyhow!("{shown} line {line}: {}", e.message().trim())
         })?;
+        if let Some(w) = file.workload.take() {
+            if !file.workloads.is_empty() {
+                bail!("{shown}: use either one [workload] or a list of [[workloads]], not both");
+            }
+            file.workloads.push(w);
+        }
         file.check(&text).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
         Ok((file, text))
     }
@@ -160,15 +209,26 @@ impl StudyFile {
             crate::targets::managed_pg::parse_setting(&format!("{k}={v}"))
                 .map_err(|e| anyhow::anyhow!("{}target.settings: {e}", at(k)))?;
         }
-        if self.workload.name != "ds2" {
-            bail!("{}workload.name '{}' is unknown; available: ds2", at("name"), self.workload.name);
+        if self.workloads.is_empty() {
+            bail!("a study needs a [workload] (or a list of [[workloads]])");
         }
-        Size::parse(&self.workload.size).map_err(|e| anyhow::anyhow!("{}workload.size: {e}", at("size")))?;
-        if self.workload.threads == 0 {
-            bail!("{}workload.threads must be at least 1", at("threads"));
-        }
-        if self.workload.duration.is_zero() {
-            bail!("{}workload.duration must be longer than 0", at("duration"));
+        for (i, w) in self.workloads.iter().enumerate() {
+            let names = crate::workloads::NAMES;
+            if !names.contains(&w.name.as_str()) {
+                bail!("{}workload name '{}' is unknown; available: {}", at(&w.name), w.name, names.join(", "));
+            }
+            let args = w.args(self.seed).map_err(|e| anyhow::anyhow!("{}workload {}: {e}", at("profile"), w.name))?;
+            crate::workloads::by_name(&w.name, &args)
+                .map_err(|e| anyhow::anyhow!("{}workload {}: {e}", at("size"), w.name))?;
+            if w.threads == 0 {
+                bail!("{}workload.threads must be at least 1", at("threads"));
+            }
+            if w.duration.is_zero() {
+                bail!("{}workload.duration must be longer than 0", at("duration"));
+            }
+            if self.workloads[..i].iter().any(|o| o.label() == w.label()) {
+                bail!("two workloads are both called '{}'; give one a label = \"...\"", w.label());
+            }
         }
         if self.variants.len() < 2 {
             bail!("a study needs at least two [[variants]]: a baseline (the first) and something to compare");
@@ -223,8 +283,8 @@ kind = "sqlcipher"
     fn a_good_file_loads_with_defaults() {
         let f = load(GOOD).unwrap();
         assert_eq!((f.budget, f.blocks.min, f.ci_target), (Duration::from_secs(120), 6, 0.01));
-        assert_eq!(f.workload.mix().pct_newcustomers, 5);
-        assert_eq!(f.workload.mix().n_line_items, 5);
+        assert_eq!(f.workloads[0].mix().pct_newcustomers, 5);
+        assert_eq!(f.workloads[0].mix().n_line_items, 5);
     }
 
     #[test]
@@ -232,12 +292,29 @@ kind = "sqlcipher"
         let e = load(&GOOD.replace("duration = \"2s\"", "duration = \"2s\"\nthreds = 4")).unwrap_err().to_string();
         assert!(e.contains("line 8") && e.contains("threds"), "{e}");
         let e = load(&GOOD.replace("size = \"1MB\"", "size = \"huge\"")).unwrap_err().to_string();
-        assert!(e.contains("line 6") && e.contains("workload.size"), "{e}");
+        assert!(e.contains("line 6") && e.contains("huge"), "{e}");
         let e = load(&GOOD.replace("name = \"enc\"", "name = \"plain\"")).unwrap_err().to_string();
         assert!(e.contains("used twice"), "{e}");
         let e = load(&GOOD.replace("kind = \"sqlcipher\"", "kind = \"rot13\"")).unwrap_err().to_string();
         assert!(e.contains("rot13") && e.contains("line"), "{e}");
         let e = load(&GOOD.replace("budget = \"2m\"", "budget = \"soon\"")).unwrap_err().to_string();
         assert!(e.contains("line 3") && e.contains("soon"), "{e}");
+    }
+
+    #[test]
+    fn several_workloads_are_labelled_and_checked() {
+        let many = GOOD.replace(
+            "[workload]\nname = \"ds2\"\nsize = \"1MB\"\nduration = \"2s\"\npct_newcustomers = 5\n",
+            "[[workloads]]\nname = \"tpcc\"\nprofile = \"query\"\n[[workloads]]\nname = \"batch\"\nrepeat = 3\n",
+        );
+        let f = load(&many).unwrap();
+        assert_eq!(f.workloads.iter().map(WorkloadConfig::label).collect::<Vec<_>>(), ["tpcc query", "batch"]);
+        let e = load(&many.replace("profile = \"query\"", "profile = \"fast\"")).unwrap_err().to_string();
+        assert!(e.contains("unknown TPC-C profile 'fast'"), "{e}");
+        let e =
+            load(&many.replace("name = \"batch\"\nrepeat = 3", "name = \"tpcc\"\nprofile = \"query\"")).unwrap_err();
+        assert!(e.to_string().contains("label"), "{e}");
+        let both = format!("{many}\n[workload]\nname = \"ds2\"\n");
+        assert!(load(&both).unwrap_err().to_string().contains("not both"));
     }
 }

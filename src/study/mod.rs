@@ -1,14 +1,17 @@
-//! Studies: variants x a workload, run in randomized complete blocks until every ratio to
+//! Studies: variants x workloads, run in randomized complete blocks until every ratio to
 //! the baseline is known to the target precision or the budget is spent.
 //!
-//! Each block runs every variant once, in a fresh random order, each on a fresh copy of its
-//! pristine database, each in its own `dbvs run` child process (so AES-NI masking reaches
-//! OpenSSL at start-up and runs cannot share state). Every finished run is committed to the
-//! results store at once. Variants live in a work directory that is torn down on every exit.
+//! Each block runs every (variant, workload) pair once, in a fresh random order, each on a
+//! fresh copy of its pristine database, each in its own `dbvs run` child process (so AES-NI
+//! masking reaches OpenSSL at start-up and runs cannot share state). Every finished run is
+//! committed to the results store at once. Variants live in a work directory that is torn
+//! down on every exit. Each workload contributes its measures ([`measures`]): throughput,
+//! or the batch suite's latency per statement.
 
 pub mod canary;
 mod child;
 pub mod file;
+pub mod measures;
 mod summary;
 
 use crate::interrupt;
@@ -20,11 +23,9 @@ use canary::CanaryResult;
 use file::StudyFile;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-/// The metric studies compare: DS2 orders per minute, higher is better.
-const METRIC: &str = "opm";
 
 pub struct Options {
     /// Overrides the study file's budget.
@@ -43,9 +44,10 @@ pub struct Outcome {
 struct Active {
     cfg: VariantConfig,
     prepared: Prepared,
-    /// Metric per block; `None` where the run failed or was not run.
-    values: Vec<Option<f64>>,
-    records: Vec<serde_json::Value>,
+    /// Per measure key, the value per block; `None` where the run failed or was not run.
+    values: BTreeMap<String, Vec<Option<f64>>>,
+    /// Run records with the label of their workload.
+    records: Vec<(String, serde_json::Value)>,
     failed: Option<String>,
 }
 
@@ -82,7 +84,7 @@ fn run_blocks(study: &StudyFile, text: &str, opts: Options, store: &mut Store, i
     for (i, v) in study.variants.iter().enumerate() {
         match prepare(&ctx, v, &work.path().join(format!("v{i}"))) {
             Ok(prepared) => {
-                active.push(Active { cfg: v.clone(), prepared, values: vec![], records: vec![], failed: None })
+                active.push(Active { cfg: v.clone(), prepared, values: BTreeMap::new(), records: vec![], failed: None })
             }
             Err(e) if i == 0 => bail!("the baseline variant '{}' cannot run: {e:#}", v.name),
             Err(e) => {
@@ -95,6 +97,7 @@ fn run_blocks(study: &StudyFile, text: &str, opts: Options, store: &mut Store, i
         }
     }
 
+    let all_measures: Vec<measures::Measure> = study.workloads.iter().flat_map(measures::of).collect();
     let mut canaries: Vec<CanaryResult> = Vec::new();
     let mut rows: Vec<RunRow> = Vec::new();
     let mut block_times: Vec<f64> = Vec::new();
@@ -108,24 +111,33 @@ fn run_blocks(study: &StudyFile, text: &str, opts: Options, store: &mut Store, i
             break;
         }
         let t = Instant::now();
-        let mut order: Vec<usize> = (0..active.len()).filter(|&i| active[i].failed.is_none()).collect();
+        let mut order: Vec<(usize, usize)> = (0..active.len())
+            .filter(|&i| active[i].failed.is_none())
+            .flat_map(|i| (0..study.workloads.len()).map(move |w| (i, w)))
+            .collect();
         order.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(study.seed ^ (block as u64) << 20));
-        for i in order {
+        for (i, wi) in order {
             let a = &mut active[i];
-            let scan = block == 0;
-            let result = child::run(&ctx, &a.cfg, &a.prepared, block, scan);
-            let (row, value) =
-                record_run(store, Placement { study: id, block, variant: &a.cfg.name }, &study.workload.name, result)?;
+            if a.failed.is_some() {
+                continue;
+            }
+            let w = &study.workloads[wi];
+            // The canary scan follows the variant's first run (of any workload).
+            let scan = block == 0 && !canaries.iter().any(|c| c.variant == a.cfg.name);
+            let result = child::run(&ctx, &a.cfg, &a.prepared, w, block, scan);
+            let (row, value) = record_run(store, Placement { study: id, block, variant: &a.cfg.name }, w, result)?;
             if let Some(cause) = row.cause.clone().filter(|_| row.status == "failed") {
-                eprintln!("variant {}: run failed: {cause}", a.cfg.name);
+                eprintln!("variant {}: {} run failed: {cause}", a.cfg.name, w.label());
                 a.failed = Some(cause);
             }
-            if let Some(v) = &value {
-                a.records.push(v.clone());
+            for m in measures::of(w) {
+                let per_block = a.values.entry(m.key()).or_default();
+                per_block.resize(block + 1, None);
+                per_block[block] = value.as_ref().and_then(|v| m.value(v)).filter(|_| row.status == "completed");
             }
-            a.values.resize(block + 1, None);
-            a.values[block] =
-                value.as_ref().and_then(|v| v["metrics"][METRIC].as_f64()).filter(|_| row.status == "completed");
+            if let Some(v) = &value {
+                a.records.push((w.label(), v.clone()));
+            }
             rows.push(row);
             if scan && value.is_some() {
                 let c = child::scan_canary(&a.cfg.name, &a.prepared)?;
@@ -153,7 +165,7 @@ fn run_blocks(study: &StudyFile, text: &str, opts: Options, store: &mut Store, i
             stop_reason = "stopped: the baseline cannot run".into();
             break;
         }
-        let widths = summary::half_widths(&active, study.seed);
+        let widths = summary::half_widths(&active, &all_measures, study.seed);
         eprintln!(
             "block {} done in {:.0} s; {}",
             block + 1,
@@ -178,6 +190,7 @@ fn run_blocks(study: &StudyFile, text: &str, opts: Options, store: &mut Store, i
         id,
         study,
         text,
+        measures: &all_measures,
         active: &active,
         skipped: &skipped,
         rows,
@@ -198,7 +211,9 @@ fn prepare(ctx: &child::Context, v: &VariantConfig, dir: &Path) -> Result<Prepar
     v.preflight(&ctx.study.target.engine)?;
     std::fs::create_dir_all(dir)?;
     let p = v.setup(dir)?;
-    child::build(ctx, v, &p)?;
+    for w in &ctx.study.workloads {
+        child::build(ctx, v, &p, w)?;
+    }
     Ok(p)
 }
 
@@ -206,23 +221,25 @@ fn prepare(ctx: &child::Context, v: &VariantConfig, dir: &Path) -> Result<Prepar
 fn record_run(
     store: &mut Store,
     at: Placement,
-    workload: &str,
+    w: &file::WorkloadConfig,
     result: Result<serde_json::Value>,
 ) -> Result<(RunRow, Option<serde_json::Value>)> {
     let (block, variant) = (at.block, at.variant.to_string());
+    let headline = &measures::of(w)[0];
     match result {
         Ok(v) => {
-            let run_id = store.add_run(Some(at), &v, METRIC)?;
+            let run_id = store.add_run(Some(at), &v, measures::headline(&w.name))?;
             let m = &v["metrics"];
             Ok((
                 RunRow {
                     run_id,
                     block,
                     variant,
+                    workload: w.label(),
                     status: v["status"].as_str().unwrap_or("failed").into(),
                     cause: v["cause"].as_str().map(String::from),
-                    metric: m[METRIC].as_f64(),
-                    orders: m["orders"].as_u64(),
+                    metric: headline.value(&v),
+                    orders: m["orders"].as_u64().or(m["transactions"].as_u64()),
                     rollback_rate: m["rollback_rate"].as_f64(),
                     p95_ms: m["latency_ms"]["order"]["p95_ms"].as_f64(),
                     cpu_pct: v["driver"]["process_cpu_pct"].as_f64(),
@@ -232,11 +249,12 @@ fn record_run(
         }
         Err(e) => {
             let cause = format!("{e:#}");
-            let run_id = store.add_failed_run(at, workload, &cause)?;
+            let run_id = store.add_failed_run(at, &w.name, &cause)?;
             let row = RunRow {
                 run_id,
                 block,
                 variant,
+                workload: w.label(),
                 status: "failed".into(),
                 cause: Some(cause),
                 metric: None,

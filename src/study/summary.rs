@@ -2,29 +2,70 @@
 //! per-variant summaries, latency and time series.
 
 use super::file::StudyFile;
-use super::{Active, CanaryResult, METRIC};
+use super::measures::Measure;
+use super::{Active, CanaryResult};
 use crate::driver::LatencySummary;
-use crate::report::{Comparison, RunRow, StudyReport, Sut, VariantReport};
+use crate::report::{Comparison, MeasureReport, RunRow, StudyReport, Sut, VariantReport};
 use crate::stats::{median, paired_ratio, summarize, verdict, RatioEstimate};
 use crate::variants::VariantConfig;
 use std::collections::BTreeMap;
 
-/// The blocks in which both the baseline and `a` completed, as paired values.
-fn pairs(base: &Active, a: &Active) -> (Vec<f64>, Vec<f64>) {
-    base.values.iter().zip(&a.values).filter_map(|(b, v)| Some((((*b)?), (*v)?))).unzip()
+/// One measure's completed values for `a`, per block.
+fn values<'a>(a: &'a Active, key: &str) -> &'a [Option<f64>] {
+    a.values.get(key).map_or(&[], Vec::as_slice)
 }
 
-fn estimate(base: &Active, a: &Active, seed: u64) -> Option<RatioEstimate> {
-    let (b, v) = pairs(base, a);
+/// The blocks in which both the baseline and `a` completed, as paired values.
+fn pairs(base: &Active, a: &Active, key: &str) -> (Vec<f64>, Vec<f64>) {
+    values(base, key).iter().zip(values(a, key)).filter_map(|(b, v)| Some((((*b)?), (*v)?))).unzip()
+}
+
+fn estimate(base: &Active, a: &Active, key: &str, seed: u64) -> Option<RatioEstimate> {
+    let (b, v) = pairs(base, a, key);
     (b.len() >= 2).then(|| paired_ratio(&b, &v, seed))
 }
 
 /// Current relative CI half-width of every comparison still running.
-pub(super) fn half_widths(active: &[Active], seed: u64) -> Vec<(String, f64)> {
+pub(super) fn half_widths(active: &[Active], measures: &[Measure], seed: u64) -> Vec<(String, f64)> {
+    let many = measures.len() > 1;
     active[1..]
         .iter()
         .filter(|a| a.failed.is_none())
-        .map(|a| (a.cfg.name.clone(), estimate(&active[0], a, seed).map_or(f64::INFINITY, |e| e.relative_half_width())))
+        .flat_map(|a| {
+            measures.iter().map(move |m| {
+                let name = if many { format!("{} {}", a.cfg.name, m.key()) } else { a.cfg.name.clone() };
+                (name, estimate(&active[0], a, &m.key(), seed).map_or(f64::INFINITY, |e| e.relative_half_width()))
+            })
+        })
+        .collect()
+}
+
+/// Every measure's per-variant summaries and comparisons with the baseline.
+fn measure_reports(active: &[Active], measures: &[Measure], seed: u64) -> Vec<MeasureReport> {
+    measures
+        .iter()
+        .map(|m| {
+            let key = m.key();
+            let summaries = active
+                .iter()
+                .filter_map(|a| {
+                    let done: Vec<f64> = values(a, &key).iter().flatten().copied().collect();
+                    (!done.is_empty()).then(|| (a.cfg.name.clone(), summarize(&done)))
+                })
+                .collect();
+            let comparisons = active[1..]
+                .iter()
+                .filter_map(|a| {
+                    let e = estimate(&active[0], a, &key, seed)?;
+                    Some(Comparison {
+                        variant: a.cfg.name.clone(),
+                        verdict: verdict(&e, m.higher_is_better),
+                        estimate: e,
+                    })
+                })
+                .collect();
+            MeasureReport { measure: m.clone(), summaries, comparisons }
+        })
         .collect()
 }
 
@@ -41,6 +82,7 @@ pub(super) struct Inputs<'a> {
     pub study: &'a StudyFile,
     /// The study file as written.
     pub text: &'a str,
+    pub measures: &'a [Measure],
     pub active: &'a [Active],
     pub skipped: &'a [(VariantConfig, String)],
     pub rows: Vec<RunRow>,
@@ -99,18 +141,24 @@ fn series(records: &[serde_json::Value]) -> Vec<(f64, f64)> {
 
 pub(super) fn build(i: Inputs) -> StudyReport {
     let base = &i.active[0];
+    let measures = measure_reports(i.active, i.measures, i.study.seed);
+    let headline = &measures[0];
+    let key = headline.measure.key();
     let mut variants: Vec<VariantReport> = i
         .active
         .iter()
         .map(|a| {
-            let done: Vec<f64> = a.values.iter().flatten().copied().collect();
-            let completed: Vec<serde_json::Value> =
-                a.records.iter().filter(|r| r["status"] == "completed").cloned().collect();
+            let completed: Vec<serde_json::Value> = a
+                .records
+                .iter()
+                .filter(|(w, r)| *w == headline.measure.workload && r["status"] == "completed")
+                .map(|(_, r)| r.clone())
+                .collect();
             VariantReport {
                 info: a.cfg.info(),
                 status: if a.failed.is_some() { "failed".into() } else { "ran".into() },
                 reason: a.failed.clone(),
-                summary: (!done.is_empty()).then(|| summarize(&done)),
+                summary: headline.summaries.iter().find(|(n, _)| *n == a.cfg.name).map(|(_, s)| s.clone()),
                 latency: latency(&completed),
                 series: series(&completed),
             }
@@ -124,15 +172,8 @@ pub(super) fn build(i: Inputs) -> StudyReport {
         latency: BTreeMap::new(),
         series: vec![],
     }));
-    let comparisons = i.active[1..]
-        .iter()
-        .filter_map(|a| {
-            let e = estimate(base, a, i.study.seed)?;
-            Some(Comparison { variant: a.cfg.name.clone(), verdict: verdict(&e, true), estimate: e })
-        })
-        .collect();
     let first = i.active.iter().flat_map(|a| a.records.first()).next();
-    let env = first.map(|r| r["env"].clone()).unwrap_or_default();
+    let env = first.map(|(_, r)| r["env"].clone()).unwrap_or_default();
     StudyReport {
         study_id: i.id,
         name: i.study.name.clone(),
@@ -141,14 +182,15 @@ pub(super) fn build(i: Inputs) -> StudyReport {
         started_at: i.started_at,
         finished_at: super::now(),
         stop_reason: i.stop_reason,
-        metric: METRIC.into(),
-        higher_is_better: true,
+        metric: if i.measures.len() > 1 { key.clone() } else { headline.measure.name.clone() },
+        higher_is_better: headline.measure.higher_is_better,
         baseline: base.cfg.name.clone(),
         ci_target: i.study.ci_target,
-        blocks_completed: base.values.iter().filter(|v| v.is_some()).count(),
+        blocks_completed: values(base, &key).iter().filter(|v| v.is_some()).count(),
         seconds_per_block: crate::stats::mean(i.block_times).max(0.0),
         variants,
-        comparisons,
+        comparisons: headline.comparisons.clone(),
+        measures,
         runs: i.rows,
         canary: i.canaries,
         sut: Sut {
@@ -156,22 +198,15 @@ pub(super) fn build(i: Inputs) -> StudyReport {
             engine: i.study.target.engine.clone(),
             engine_versions: serde_json::from_value(env["engine_versions"].clone()).unwrap_or_default(),
             dbvs_version: env!("CARGO_PKG_VERSION").into(),
-            workload: workload_params(&i.study.workload),
+            workload: serde_json::Value::Array(i.study.workloads.iter().map(workload_params).collect()),
             study_file: i.text.into(),
         },
     }
 }
 
+/// The workload as configured, under its label.
 fn workload_params(w: &super::file::WorkloadConfig) -> serde_json::Value {
-    serde_json::json!({
-        "name": w.name,
-        "size": w.size,
-        "threads": w.threads,
-        "duration_s": w.duration.as_secs_f64(),
-        "warmup_s": w.warmup.as_secs_f64(),
-        "think_time_s": w.think_time.as_secs_f64(),
-        "ramp_rate": w.ramp_rate,
-        "cold": w.cold,
-        "mix": w.mix(),
-    })
+    let mut v = serde_json::to_value(w).unwrap_or_default();
+    v["label"] = w.label().into();
+    v
 }
