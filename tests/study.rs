@@ -303,3 +303,40 @@ fn a_postgres_study_puts_the_data_directory_on_the_encrypted_layer() {
     assert!(r["sut"]["engine_versions"]["postgresql"].is_string());
     no_mounts_under(dir.path());
 }
+
+#[test]
+fn a_seed_002_study_compares_tpcc_profiles_and_batch_statements_on_postgres() {
+    let _turn = turn();
+    let dir = reachable_tempdir();
+    let f = write_study(
+        dir.path(),
+        "name = \"s2\"\nblocks = { min = 2, max = 2 }\n[target]\nengine = \"postgres\"\n\
+         [[workloads]]\nname = \"tpcc\"\nprofile = \"update\"\nthreads = 2\nduration = \"1.5s\"\nwarmup = \"0.5s\"\n\
+         [[workloads]]\nname = \"batch\"\nrepeat = 2\n\
+         [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
+         [[variants]]\nname = \"gocryptfs\"\nkind = \"gocryptfs\"\n",
+    );
+    let out = dir.path().join("out");
+    let o = ok(&["study", &f, "--out", out.to_str().unwrap()]);
+    assert!(stdout(&o).contains("batch / q5 latency"), "{}", stdout(&o));
+    let r = report(&out);
+    assert_eq!(r["status"], "completed", "{}", r["cause"]);
+    let measures = r["measures"].as_array().unwrap();
+    let keys: Vec<String> =
+        measures.iter().map(|m| format!("{} / {}", m["measure"]["workload"], m["measure"]["name"])).collect();
+    assert_eq!(keys.len(), 7, "{keys:?}");
+    assert_eq!(keys[0], "\"tpcc update\" / \"TPM\"");
+    for m in measures {
+        assert_eq!(m["comparisons"][0]["variant"], "gocryptfs", "{m}");
+        assert_eq!(m["summaries"].as_array().unwrap().len(), 2, "{m}");
+    }
+    assert_eq!(measures[2]["measure"]["higher_is_better"], false);
+    assert!(r["canary"].as_array().unwrap().iter().all(|c| c["ok"] == true), "{}", r["canary"]);
+    // Two blocks x two variants x two workloads.
+    assert_eq!(r["runs"].as_array().unwrap().iter().filter(|x| x["status"] == "completed").count(), 8);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("## Changes vs baseline") && md.contains("| batch | q3 latency |"), "{md}");
+    let csv = std::fs::read_to_string(out.join("report.csv")).unwrap();
+    assert!(csv.contains(",gocryptfs,batch,completed,"), "{csv}");
+    no_mounts_under(dir.path());
+}
