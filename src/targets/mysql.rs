@@ -52,12 +52,12 @@ impl MyConnInfo {
             .db_name(db.map(String::from))
             .tcp_connect_timeout(Some(std::time::Duration::from_secs(10)));
         mysql::Conn::new(opts).map_err(|e| {
-            anyhow::anyhow!(
-                "cannot connect to MariaDB at {}:{} as {}: {e}; check the server is running, the user, and MYSQL_PWD",
-                self.host,
-                self.port,
-                self.user
-            )
+            let fix = if e.to_string().contains("Too many connections") {
+                "use fewer --threads, or raise max_connections (--server-setting max_connections=N on a managed server)"
+            } else {
+                "check the server is running, the user, and MYSQL_PWD"
+            };
+            anyhow::anyhow!("cannot connect to MariaDB at {}:{} as {}: {e}; {fix}", self.host, self.port, self.user)
         })
     }
 

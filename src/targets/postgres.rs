@@ -56,8 +56,13 @@ impl PgConnInfo {
     pub fn connect(&self, dbname: &str) -> Result<postgres::Client> {
         self.config(dbname).connect(postgres::NoTls).map_err(|e| {
             let why = e.as_db_error().map_or_else(|| format!("{e:#}"), |d| d.message().to_string());
+            let fix = if why.contains("too many clients") {
+                "use fewer --threads, or raise max_connections (--server-setting max_connections=N on a managed server)"
+            } else {
+                "check the server is running, the user, and PGPASSWORD"
+            };
             anyhow::anyhow!(
-                "cannot connect to PostgreSQL at {}:{} as {} (database {dbname}): {why}; check the server is running, the user, and PGPASSWORD",
+                "cannot connect to PostgreSQL at {}:{} as {} (database {dbname}): {why}; {fix}",
                 self.host,
                 self.port,
                 self.user
