@@ -152,15 +152,7 @@ fn params<'a>(args: &'a [Arg<'a>]) -> Vec<&'a (dyn ToSql + Sync)> {
 
 impl Tx for PgTx<'_, '_> {
     fn query(&mut self, q: Q, args: &[Arg]) -> Result<Rows, DbError> {
-        let rows = self.tx.query(&self.st[q], &params(args))?;
-        let cols = self.st[q].columns().len();
-        let mut out = Rows { cols, vals: Vec::with_capacity(rows.len() * cols) };
-        for r in &rows {
-            for i in 0..cols {
-                out.vals.push(r.try_get(i)?);
-            }
-        }
-        Ok(out)
+        collect(&self.tx.query(&self.st[q], &params(args))?, self.st[q].columns().len())
     }
 
     fn execute(&mut self, q: Q, args: &[Arg]) -> Result<u64, DbError> {
@@ -195,9 +187,12 @@ pub fn adhoc(c: &mut Client, sql: &str) -> Result<Rows, DbError> {
     if cols == 0 {
         return Ok(Rows { cols: 1, vals: vec![Val::Int(c.execute(&st, &[])? as i64)] });
     }
-    let rows = c.query(&st, &[])?;
+    collect(&c.query(&st, &[])?, cols)
+}
+
+fn collect(rows: &[postgres::Row], cols: usize) -> Result<Rows, DbError> {
     let mut out = Rows { cols, vals: Vec::with_capacity(rows.len() * cols) };
-    for r in &rows {
+    for r in rows {
         for i in 0..cols {
             out.vals.push(r.try_get(i)?);
         }

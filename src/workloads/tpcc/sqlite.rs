@@ -125,15 +125,7 @@ impl SqliteTx<'_> {
 impl Tx for SqliteTx<'_> {
     fn query(&mut self, q: Q, args: &[Arg]) -> Result<Rows, DbError> {
         let mut st = self.prepared(q, args)?;
-        let cols = st.column_count();
-        let mut out = Rows { cols, vals: Vec::new() };
-        let mut rows = st.raw_query();
-        while let Some(r) = rows.next()? {
-            for i in 0..cols {
-                out.vals.push(val(r.get_ref(i)?));
-            }
-        }
-        Ok(out)
+        read(&mut st)
     }
 
     fn execute(&mut self, q: Q, args: &[Arg]) -> Result<u64, DbError> {
@@ -171,10 +163,15 @@ impl Session for SqliteSession {
 /// Runs one portable statement outside the prepared set (checks, batch queries).
 pub fn adhoc(c: &rusqlite::Connection, sql: &str) -> Result<Rows, DbError> {
     let mut st = c.prepare(&dialect(sql, Dialect::Sqlite))?;
-    let cols = st.column_count();
-    if cols == 0 {
+    if st.column_count() == 0 {
         return Ok(Rows { cols: 1, vals: vec![Val::Int(st.raw_execute()? as i64)] });
     }
+    read(&mut st)
+}
+
+/// Runs a bound statement and collects its rows.
+fn read(st: &mut rusqlite::Statement) -> Result<Rows, DbError> {
+    let cols = st.column_count();
     let mut out = Rows { cols, vals: Vec::new() };
     let mut rows = st.raw_query();
     while let Some(r) = rows.next()? {
