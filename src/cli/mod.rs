@@ -2,6 +2,7 @@
 
 mod build;
 mod check;
+mod cipher;
 mod results;
 mod run;
 mod study;
@@ -32,6 +33,8 @@ enum Command {
     /// Check a database's consistency (TPC-C conditions 1-4, DS2 and TPC-B invariants): a
     /// pristine database, or one kept with --keep-db.
     Check(check::CheckArgs),
+    /// AES throughput by buffer size (TrueCrypt-style table), with AES-NI on, off or both.
+    Cipher(cipher::CipherArgs),
     /// Run a study: variants x workload in randomized blocks, with verdicts and reports.
     Study(study::StudyArgs),
     /// Browse the results store ($DBVS_RESULTS, default ~/.local/share/dbvs/results.db).
@@ -158,6 +161,7 @@ pub fn main() -> ExitCode {
         Command::Build(a) => build::main(a),
         Command::Run(a) => run::main(a),
         Command::Check(a) => check::main(a),
+        Command::Cipher(a) => cipher::main(a),
         Command::Study(a) => study::main(a),
         Command::Results(c) => results::results(c),
         Command::Report(a) => results::report(a),

@@ -4,7 +4,7 @@ use super::StudyReport;
 use anyhow::Result;
 use plotters::prelude::*;
 
-const PALETTE: [RGBColor; 6] = [
+pub(crate) const PALETTE: [RGBColor; 6] = [
     RGBColor(31, 119, 180),
     RGBColor(214, 39, 40),
     RGBColor(44, 160, 44),

@@ -8,6 +8,8 @@ mod json;
 mod markdown;
 mod tables;
 
+pub(crate) use charts::PALETTE;
+
 use crate::driver::LatencySummary;
 use crate::host::HostInfo;
 use crate::stats::{RatioEstimate, Summary, Verdict};

@@ -1,0 +1,213 @@
+//! The cipher benchmark's outputs: TrueCrypt-style tables and a self-contained HTML page
+//! with the MB/s-by-buffer-size chart.
+
+use super::Series;
+use anyhow::Result;
+use plotters::prelude::*;
+use serde::Serialize;
+use std::fmt::Write;
+
+/// Everything one `dbvs cipher` call measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct CipherReport {
+    pub host: crate::host::HostInfo,
+    pub openssl: String,
+    pub threads: usize,
+    pub runs: usize,
+    pub series: Vec<Series>,
+    /// Sizes left out because the machine lacks the memory for them.
+    pub skipped_sizes: Vec<String>,
+}
+
+/// Rows of one cipher's table: per size, each AES-NI setting's encrypt/decrypt/mean and,
+/// with both settings, the mean's gain from AES-NI. The last row averages the sizes.
+pub fn rows(r: &CipherReport, cipher: &str) -> (Vec<String>, Vec<Vec<String>>) {
+    let series: Vec<&Series> = r.series.iter().filter(|s| s.cipher == cipher).collect();
+    let mut header = vec!["buffer".to_string()];
+    for s in &series {
+        let tag = if s.aesni { "AES-NI" } else { "no AES-NI" };
+        header.extend(["encrypt", "decrypt", "mean"].map(|k| format!("{k} MB/s ({tag})")));
+    }
+    let on = series.iter().find(|s| s.aesni);
+    let off = series.iter().find(|s| !s.aesni);
+    let both = on.zip(off);
+    if both.is_some() {
+        header.push("AES-NI gain".into());
+    }
+    let n = series.first().map_or(0, |s| s.points.len());
+    let mut rows: Vec<Vec<String>> = (0..n)
+        .map(|i| {
+            let mut row = vec![series[0].points[i].label.clone()];
+            for s in &series {
+                let p = &s.points[i];
+                row.extend([p.encrypt_mbs, p.decrypt_mbs, p.mean_mbs].map(|x| format!("{x:.0}")));
+            }
+            if let Some((on, off)) = both {
+                row.push(gain(on.points[i].mean_mbs, off.points[i].mean_mbs));
+            }
+            row
+        })
+        .collect();
+    if n > 0 {
+        let avg = |s: &Series, f: fn(&super::Point) -> f64| s.points.iter().map(f).sum::<f64>() / n as f64;
+        let mut row = vec!["average".to_string()];
+        for s in &series {
+            row.extend(
+                [avg(s, |p| p.encrypt_mbs), avg(s, |p| p.decrypt_mbs), avg(s, |p| p.mean_mbs)]
+                    .map(|x| format!("{x:.0}")),
+            );
+        }
+        if let Some((on, off)) = both {
+            row.push(gain(avg(on, |p| p.mean_mbs), avg(off, |p| p.mean_mbs)));
+        }
+        rows.push(row);
+    }
+    (header, rows)
+}
+
+fn gain(on: f64, off: f64) -> String {
+    format!("{:+.1}%", 100.0 * (on / off - 1.0))
+}
+
+pub fn ciphers(r: &CipherReport) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for s in &r.series {
+        if !v.contains(&s.cipher) {
+            v.push(s.cipher.clone());
+        }
+    }
+    v
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+/// Mean MB/s against buffer size (log scale), one line per cipher and AES-NI setting.
+fn chart(r: &CipherReport) -> Result<String> {
+    let err = |e: &dyn std::fmt::Debug| anyhow::anyhow!("drawing the cipher chart: {e:?}");
+    let top = r.series.iter().flat_map(|s| s.points.iter().map(|p| p.mean_mbs)).fold(1.0, f64::max) * 1.1;
+    let (lo, hi) = r
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.bytes as f64))
+        .fold((f64::MAX, 1.0f64), |(a, b), x| (a.min(x), b.max(x)));
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (760, 380)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        let mut c = ChartBuilder::on(&root)
+            .caption(format!("mean MB/s by buffer size ({} thread(s))", r.threads), ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(70)
+            .build_cartesian_2d((lo.min(hi)..hi * 1.01).log_scale(), 0.0..top)
+            .map_err(|e| err(&e))?;
+        c.configure_mesh()
+            .x_desc("buffer size")
+            .y_desc("MB/s")
+            .x_label_formatter(&|b| match *b {
+                b if b >= (1u64 << 30) as f64 => format!("{:.0} GB", b / (1u64 << 30) as f64),
+                b if b >= (1 << 20) as f64 => format!("{:.0} MB", b / (1 << 20) as f64),
+                b => format!("{:.0} KB", b / 1024.0),
+            })
+            .draw()
+            .map_err(|e| err(&e))?;
+        for (i, s) in r.series.iter().enumerate() {
+            let color = crate::report::PALETTE[i % crate::report::PALETTE.len()];
+            let pts: Vec<(f64, f64)> = s.points.iter().map(|p| (p.bytes as f64, p.mean_mbs)).collect();
+            let name = format!("{} {}", s.cipher, if s.aesni { "AES-NI" } else { "no AES-NI" });
+            c.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                .map_err(|e| err(&e))?
+                .label(name)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
+            c.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled()))).map_err(|e| err(&e))?;
+        }
+        c.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(|e| err(&e))?;
+        root.present().map_err(|e| err(&e))?;
+    }
+    Ok(svg)
+}
+
+pub fn html(r: &CipherReport) -> Result<String> {
+    let mut out = String::from(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>dbvs cipher</title><style>\
+         body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}table{border-collapse:collapse;margin:1em 0}\
+         td,th{border:1px solid #bbb;padding:4px 8px;text-align:right}td:first-child,th:first-child{text-align:left}\
+         th{background:#eee}</style></head><body>\n<h1>AES throughput by buffer size</h1>\n",
+    );
+    let h = &r.host;
+    let _ = writeln!(
+        out,
+        "<p>{} ({} cores, AES-NI {}); {}; {} thread(s); median of {} runs; MB = 10<sup>6</sup> bytes.</p>",
+        esc(&h.cpu_model),
+        h.cores,
+        if h.aes_ni { "present" } else { "absent" },
+        esc(&r.openssl),
+        r.threads,
+        r.runs
+    );
+    let _ = writeln!(out, "<div>{}</div>", chart(r)?);
+    for c in ciphers(r) {
+        let (header, rows) = rows(r, &c);
+        let _ = write!(out, "<h2>{}</h2>\n<table><tr>", esc(&c));
+        for h in header {
+            let _ = write!(out, "<th>{}</th>", esc(&h));
+        }
+        out.push_str("</tr>\n");
+        for row in rows {
+            out.push_str("<tr>");
+            for cell in row {
+                let _ = write!(out, "<td>{}</td>", esc(&cell));
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</table>\n");
+    }
+    if !r.skipped_sizes.is_empty() {
+        let _ = writeln!(out, "<p>Left out for lack of memory: {}.</p>", esc(&r.skipped_sizes.join(", ")));
+    }
+    out.push_str("</body></html>\n");
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cipher::Point;
+
+    fn series(aesni: bool, mbs: f64) -> Series {
+        let p = |label: &str, bytes, x: f64| Point {
+            label: label.into(),
+            bytes,
+            encrypt_mbs: x,
+            decrypt_mbs: x,
+            mean_mbs: x,
+        };
+        Series {
+            cipher: "aes-256-xts".into(),
+            aesni,
+            threads: 1,
+            points: vec![p("100 KB", 102_400, mbs), p("1 MB", 1 << 20, 2.0 * mbs)],
+        }
+    }
+
+    #[test]
+    fn tables_show_the_gain_from_aes_ni_and_an_average() {
+        let r = CipherReport {
+            host: crate::host::collect(),
+            openssl: "OpenSSL 3".into(),
+            threads: 1,
+            runs: 3,
+            series: vec![series(true, 1000.0), series(false, 250.0)],
+            skipped_sizes: vec!["1 GB".into()],
+        };
+        let (header, rows) = rows(&r, "aes-256-xts");
+        assert_eq!(header.len(), 8);
+        assert_eq!(rows[0], ["100 KB", "1000", "1000", "1000", "250", "250", "250", "+300.0%"]);
+        assert_eq!(rows[2][0], "average");
+        let page = html(&r).unwrap();
+        assert!(page.contains("<svg") && page.contains("+300.0%") && page.contains("lack of memory: 1 GB"));
+        assert!(!page.contains("<script"));
+    }
+}

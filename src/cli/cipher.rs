@@ -1,0 +1,188 @@
+//! `dbvs cipher`: the AES throughput table by buffer size, with AES-NI on, off or both.
+//! "Off" runs in a child process whose OpenSSL starts with AES-NI, PCLMULQDQ, VAES and
+//! VPCLMULQDQ masked (OPENSSL_ia32cap is read once, at start-up).
+
+use super::create_output;
+use crate::cipher::report::{self, CipherReport};
+use crate::cipher::{self, Algo, Series};
+use crate::variants::OPENSSL_NO_AESNI;
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AesNi {
+    On,
+    Off,
+    Both,
+}
+
+#[derive(Args)]
+pub struct CipherArgs {
+    /// Ciphers to measure (repeatable).
+    #[arg(long = "cipher", value_enum, default_values_t = [Algo::Xts])]
+    ciphers: Vec<Algo>,
+    /// Buffer sizes, comma-separated, from 100KB, 500KB, 1MB, 5MB, 10MB, 50MB, 100MB, 200MB,
+    /// 500MB, 1GB [default: all that fit in memory].
+    #[arg(long, value_delimiter = ',')]
+    sizes: Vec<String>,
+    /// With or without AES-NI, or both and the gain.
+    #[arg(long, value_enum, default_value_t = AesNi::Both)]
+    aesni: AesNi,
+    /// Threads: a number, or "all" for one per core (as VeraCrypt's benchmark).
+    #[arg(long, default_value = "1")]
+    threads: String,
+    /// Runs per measurement; the median is reported.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    runs: u32,
+    /// Write the results as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Write an HTML page with the chart and tables to FILE.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+}
+
+fn threads(s: &str) -> Result<usize> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    match s {
+        "all" => Ok(cores),
+        n => match n.parse::<usize>() {
+            Ok(n) if (1..=1024).contains(&n) => Ok(n),
+            _ => bail!("--threads takes a number from 1 to 1024, or 'all' (this machine has {cores} cores)"),
+        },
+    }
+}
+
+/// Free memory in bytes (MemAvailable), to cap the buffer sizes.
+fn available_memory() -> Result<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo")?;
+    let kb = text
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .context("/proc/meminfo has no MemAvailable")?;
+    Ok(kb * 1024)
+}
+
+/// Whether this process's OpenSSL was started with AES-NI masked.
+fn masked() -> bool {
+    std::env::var("OPENSSL_ia32cap").is_ok_and(|v| v == OPENSSL_NO_AESNI)
+}
+
+pub fn main(args: CipherArgs) -> Result<ExitCode> {
+    let threads = threads(&args.threads)?;
+    let wanted = if args.sizes.is_empty() {
+        cipher::SIZES.to_vec()
+    } else {
+        args.sizes.iter().map(|s| cipher::parse_size(s)).collect::<Result<Vec<_>>>()?
+    };
+    // Use at most half the free memory, so the page cache and other work keep the rest.
+    let budget = available_memory()? / 2;
+    let (sizes, skipped): (Vec<_>, Vec<_>) = wanted.into_iter().partition(|(_, b)| cipher::memory_needed(*b) <= budget);
+    if sizes.is_empty() {
+        bail!("not enough free memory for any of the buffer sizes; free some memory or choose smaller --sizes");
+    }
+    let (json_out, html_out) =
+        (args.json.as_deref().map(create_output).transpose()?, args.html.as_deref().map(create_output).transpose()?);
+    let mut series = Vec::new();
+    if args.aesni != AesNi::Off {
+        series.extend(measure_here(&args.ciphers, &sizes, threads, args.runs as usize)?);
+    }
+    if args.aesni != AesNi::On {
+        series.extend(measure_masked(&args, &sizes)?);
+    }
+    let r = CipherReport {
+        host: crate::host::collect(),
+        openssl: openssl::version::version().to_string(),
+        threads,
+        runs: args.runs as usize,
+        series,
+        skipped_sizes: skipped.iter().map(|(l, _)| l.to_string()).collect(),
+    };
+    print(&r);
+    if let (Some(mut f), Some(p)) = (json_out, &args.json) {
+        serde_json::to_writer_pretty(&mut f, &r)?;
+        writeln!(f)?;
+        eprintln!("results written to {}", p.display());
+    }
+    if let (Some(mut f), Some(p)) = (html_out, &args.html) {
+        f.write_all(report::html(&r)?.as_bytes())?;
+        eprintln!("report written to {}", p.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Measures in this process, with whatever AES-NI setting its OpenSSL started with.
+fn measure_here(ciphers: &[Algo], sizes: &[(&str, usize)], threads: usize, runs: usize) -> Result<Vec<Series>> {
+    let largest = sizes.iter().map(|(_, b)| *b).max().unwrap_or(0);
+    let mut plain = vec![0u8; largest];
+    openssl::rand::rand_bytes(&mut plain)?;
+    let mut out = vec![0u8; largest];
+    let aesni = !masked();
+    let mut all = Vec::new();
+    for &algo in ciphers {
+        let mut points = Vec::new();
+        for (label, bytes) in sizes {
+            if crate::interrupt::interrupted() {
+                return Err(crate::interrupt::Interrupted.into());
+            }
+            eprintln!("{} {} {label}...", algo.name(), if aesni { "with AES-NI" } else { "without AES-NI" });
+            let mut p = cipher::measure(algo, &mut plain[..*bytes], &mut out[..*bytes], threads, runs)?;
+            p.label = label.to_string();
+            points.push(p);
+        }
+        all.push(Series { cipher: algo.name().into(), aesni, threads, points });
+    }
+    Ok(all)
+}
+
+/// Measures in a child whose OpenSSL has AES-NI masked.
+fn measure_masked(args: &CipherArgs, sizes: &[(&str, usize)]) -> Result<Vec<Series>> {
+    let dir = tempfile::tempdir()?;
+    let json = dir.path().join("off.json");
+    let mut cmd = std::process::Command::new(std::env::current_exe()?);
+    cmd.args(["cipher", "--aesni", "on", "--threads", &args.threads, "--runs", &args.runs.to_string()]);
+    for c in &args.ciphers {
+        cmd.args(["--cipher", c.name()]);
+    }
+    cmd.arg("--sizes").arg(sizes.iter().map(|(l, _)| l.replace(' ', "")).collect::<Vec<_>>().join(","));
+    cmd.arg("--json").arg(&json).env("OPENSSL_ia32cap", OPENSSL_NO_AESNI).stdout(std::process::Stdio::null());
+    let status = cmd.status().context("cannot start the AES-NI-masked child")?;
+    if crate::interrupt::interrupted() {
+        return Err(crate::interrupt::Interrupted.into());
+    }
+    if !status.success() {
+        bail!("the AES-NI-masked measurement failed ({status})");
+    }
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
+    Ok(serde_json::from_value(r["series"].clone())?)
+}
+
+fn print(r: &CipherReport) {
+    println!(
+        "{} ({} cores, AES-NI {}); {}; {} thread(s); median of {} runs; MB = 10^6 bytes",
+        r.host.cpu_model,
+        r.host.cores,
+        if r.host.aes_ni { "present" } else { "absent" },
+        r.openssl,
+        r.threads,
+        r.runs
+    );
+    for c in report::ciphers(r) {
+        let (header, rows) = report::rows(r, &c);
+        let mut t = Table::new();
+        t.load_preset(UTF8_FULL_CONDENSED);
+        t.set_header(header);
+        for row in rows {
+            t.add_row(row);
+        }
+        println!("{c}\n{t}");
+    }
+    if !r.skipped_sizes.is_empty() {
+        println!("left out for lack of memory: {}", r.skipped_sizes.join(", "));
+    }
+}

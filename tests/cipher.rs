@@ -1,0 +1,61 @@
+//! `dbvs cipher` against the machine: sane next to `openssl speed`, and AES-NI masking
+//! measurably slower where the CPU has AES-NI.
+
+mod common;
+use common::*;
+use serde_json::Value;
+
+fn mean(r: &Value, aesni: bool) -> f64 {
+    let s = r["series"].as_array().unwrap().iter().find(|s| s["aesni"] == aesni).unwrap();
+    let pts = s["points"].as_array().unwrap();
+    pts.iter().map(|p| p["mean_mbs"].as_f64().unwrap()).sum::<f64>() / pts.len() as f64
+}
+
+#[test]
+fn cipher_table_is_sane_next_to_openssl_speed_and_aes_ni_matters() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, html) = (dir.path().join("c.json"), dir.path().join("c.html"));
+    let o = ok(&[
+        "cipher",
+        "--sizes",
+        "100KB,1MB",
+        "--runs",
+        "1",
+        "--json",
+        json.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert!(stdout(&o).contains("AES-NI gain") && stdout(&o).contains("average"), "{}", stdout(&o));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(r["series"].as_array().unwrap().len(), 2);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<svg") && page.contains("aes-256-xts"));
+
+    // `openssl speed` on 16 KB blocks, in 1000s of bytes per second.
+    let speed = std::process::Command::new("openssl")
+        .args(["speed", "-evp", "aes-256-xts", "-elapsed", "-seconds", "1", "-bytes", "16384"])
+        .output()
+        .expect("openssl is installed");
+    let text = String::from_utf8_lossy(&speed.stdout);
+    let line = text.lines().rev().find(|l| l.to_ascii_uppercase().starts_with("AES-256-XTS")).expect(&text);
+    let kbs: f64 = line.split_whitespace().last().unwrap().trim_end_matches('k').parse().unwrap();
+    let ours = r["series"][0]["points"][1]["encrypt_mbs"].as_f64().unwrap();
+    let ratio = ours / (kbs / 1000.0);
+    assert!((0.25..4.0).contains(&ratio), "dbvs {ours} MB/s vs openssl speed {} MB/s", kbs / 1000.0);
+
+    let host_has_aesni = std::fs::read_to_string("/proc/cpuinfo").unwrap().split_whitespace().any(|w| w == "aes");
+    if host_has_aesni {
+        let (on, off) = (mean(&r, true), mean(&r, false));
+        assert!(on > 2.0 * off, "masking AES-NI should cost more than half: on {on}, off {off}");
+    }
+}
+
+#[test]
+fn bad_sizes_and_threads_get_one_line() {
+    let o = dbvs(&["cipher", "--sizes", "3MB"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("unknown buffer size '3MB'") && stderr(&o).lines().count() == 1, "{}", stderr(&o));
+    let o = dbvs(&["cipher", "--threads", "0", "--sizes", "100KB"]);
+    assert!(stderr(&o).contains("--threads takes a number"), "{}", stderr(&o));
+}
