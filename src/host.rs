@@ -13,6 +13,17 @@ pub struct HostInfo {
     pub aes_ni: bool,
 }
 
+/// Memory the kernel could hand out now without swapping (MemAvailable), in bytes.
+pub fn available_memory() -> anyhow::Result<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo")?;
+    let kb = text
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .ok_or_else(|| anyhow::anyhow!("/proc/meminfo has no MemAvailable"))?;
+    Ok(kb * 1024)
+}
+
 pub fn collect() -> HostInfo {
     let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
     let cpuinfo = read("/proc/cpuinfo");

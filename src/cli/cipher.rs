@@ -57,17 +57,6 @@ fn threads(s: &str) -> Result<usize> {
     }
 }
 
-/// Free memory in bytes (MemAvailable), to cap the buffer sizes.
-fn available_memory() -> Result<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo")?;
-    let kb = text
-        .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .context("/proc/meminfo has no MemAvailable")?;
-    Ok(kb * 1024)
-}
-
 /// Whether this process's OpenSSL was started with AES-NI masked.
 fn masked() -> bool {
     std::env::var("OPENSSL_ia32cap").is_ok_and(|v| v == OPENSSL_NO_AESNI)
@@ -81,7 +70,7 @@ pub fn main(args: CipherArgs) -> Result<ExitCode> {
         args.sizes.iter().map(|s| cipher::parse_size(s)).collect::<Result<Vec<_>>>()?
     };
     // Use at most half the free memory, so the page cache and other work keep the rest.
-    let budget = available_memory()? / 2;
+    let budget = crate::host::available_memory()? / 2;
     let (sizes, skipped): (Vec<_>, Vec<_>) = wanted.into_iter().partition(|(_, b)| cipher::memory_needed(*b) <= budget);
     if sizes.is_empty() {
         bail!("not enough free memory for any of the buffer sizes; free some memory or choose smaller --sizes");

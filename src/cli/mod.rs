@@ -3,6 +3,7 @@
 mod build;
 mod check;
 mod cipher;
+mod fileio;
 mod results;
 mod run;
 mod study;
@@ -33,6 +34,8 @@ enum Command {
     /// Check a database's consistency (TPC-C conditions 1-4, DS2 and TPC-B invariants): a
     /// pristine database, or one kept with --keep-db.
     Check(check::CheckArgs),
+    /// Write and read back a random file on some storage, with the page cache dropped (seed 002's copy test).
+    Fileio(fileio::FileioArgs),
     /// AES throughput by buffer size (TrueCrypt-style table), with AES-NI on, off or both.
     Cipher(cipher::CipherArgs),
     /// Run a study: variants x workload in randomized blocks, with verdicts and reports.
@@ -162,6 +165,7 @@ pub fn main() -> ExitCode {
         Command::Run(a) => run::main(a),
         Command::Check(a) => check::main(a),
         Command::Cipher(a) => cipher::main(a),
+        Command::Fileio(a) => fileio::main(a),
         Command::Study(a) => study::main(a),
         Command::Results(c) => results::results(c),
         Command::Report(a) => results::report(a),

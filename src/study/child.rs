@@ -88,6 +88,9 @@ fn tail(path: &Path) -> String {
 /// Builds the variant's pristine database for `w` inside its storage (a no-op when an
 /// earlier workload already built the same database).
 pub fn build(ctx: &Context, v: &VariantConfig, p: &Prepared, w: &WorkloadConfig) -> Result<()> {
+    if w.name == "fileio" {
+        return Ok(());
+    }
     let (log_path, log) = log_file(ctx, &format!("build-{}-{}.log", v.name, slug(&w.label())))?;
     let mut cmd = Command::new(ctx.exe);
     cmd.arg("build").args(db_args(ctx, p, w)).envs(p.env.iter().map(|(k, v)| (k, v)));
@@ -115,6 +118,23 @@ pub fn run(
     let json = ctx.out.join("runs").join(format!("{name}.json"));
     let (log_path, log) = log_file(ctx, &format!("{name}.log"))?;
     let mut cmd = Command::new(ctx.exe);
+    if w.name == "fileio" {
+        cmd.arg("fileio").arg("--dir").arg(crate::workloads::fileio::dir_in(&p.data_dir));
+        cmd.args([
+            "--runs".to_string(),
+            w.repeat.unwrap_or(5).to_string(),
+            "--seed".into(),
+            ctx.study.seed.to_string(),
+        ]);
+        if let Some(size) = &w.size {
+            cmd.args(["--size", size]);
+        }
+        if keep_for_scan {
+            cmd.arg("--keep");
+        }
+        cmd.arg("--json").arg(&json).envs(p.env.iter().map(|(k, v)| (k, v)));
+        return finish(cmd, log, &json, &log_path);
+    }
     cmd.arg("run").args(db_args(ctx, p, w)).args([
         "--no-store".to_string(),
         "--threads".into(),
@@ -173,12 +193,17 @@ pub fn run(
     if keep_for_scan && ctx.study.target.engine == "sqlite" {
         cmd.arg("--keep-db").arg(p.data_dir.join(SCAN_COPY));
     }
+    finish(cmd, log, &json, &log_path)
+}
+
+/// Waits for a child run and reads its record back.
+fn finish(cmd: Command, log: std::fs::File, json: &Path, log_path: &Path) -> Result<serde_json::Value> {
     let status = wait(cmd, log)?;
-    match std::fs::read_to_string(&json) {
+    match std::fs::read_to_string(json) {
         Ok(text) if !text.trim().is_empty() => {
             serde_json::from_str(&text).with_context(|| format!("unreadable run record {}", json.display()))
         }
-        _ => bail!("the run produced no record ({status}): {}", tail(&log_path)),
+        _ => bail!("the run produced no record ({status}): {}", tail(log_path)),
     }
 }
 
@@ -190,6 +215,7 @@ pub fn scan_canary(variant: &str, p: &Prepared) -> Result<CanaryResult> {
     unsafe { libc::sync() };
     let (hits, bytes) = canary::scan(&p.backing, crate::workloads::CANARY.as_bytes())?;
     let _ = std::fs::remove_file(p.data_dir.join(SCAN_COPY));
+    let _ = std::fs::remove_dir_all(crate::workloads::fileio::dir_in(&p.data_dir));
     Ok(CanaryResult {
         variant: variant.into(),
         scanned: p.backing.clone(),

@@ -213,13 +213,20 @@ impl StudyFile {
             bail!("a study needs a [workload] (or a list of [[workloads]])");
         }
         for (i, w) in self.workloads.iter().enumerate() {
-            let names = crate::workloads::NAMES;
-            if !names.contains(&w.name.as_str()) {
-                bail!("{}workload name '{}' is unknown; available: {}", at(&w.name), w.name, names.join(", "));
+            if w.name == "fileio" {
+                if let Some(size) = &w.size {
+                    crate::workloads::fileio::parse_size(size)
+                        .map_err(|e| anyhow::anyhow!("{}workload fileio: {e}", at("size")))?;
+                }
+            } else if !crate::workloads::NAMES.contains(&w.name.as_str()) {
+                let names = crate::workloads::NAMES.join(", ");
+                bail!("{}workload name '{}' is unknown; available: {names}, fileio", at(&w.name), w.name);
+            } else {
+                let args =
+                    w.args(self.seed).map_err(|e| anyhow::anyhow!("{}workload {}: {e}", at("profile"), w.name))?;
+                crate::workloads::by_name(&w.name, &args)
+                    .map_err(|e| anyhow::anyhow!("{}workload {}: {e}", at("size"), w.name))?;
             }
-            let args = w.args(self.seed).map_err(|e| anyhow::anyhow!("{}workload {}: {e}", at("profile"), w.name))?;
-            crate::workloads::by_name(&w.name, &args)
-                .map_err(|e| anyhow::anyhow!("{}workload {}: {e}", at("size"), w.name))?;
             if w.threads == 0 {
                 bail!("{}workload.threads must be at least 1", at("threads"));
             }

@@ -33,6 +33,7 @@ pub fn headline(name: &str) -> &'static str {
         "tpcb" => "tps",
         "tpcc" => "nopm",
         "batch" => "suite_ms",
+        "fileio" => "write_s",
         _ => "opm",
     }
 }
@@ -59,6 +60,15 @@ pub fn of(w: &WorkloadConfig) -> Vec<Measure> {
                 unit: "ms".into(),
                 higher_is_better: false,
                 pointer: format!("/metrics/statements/{q}/mean_ms"),
+            })
+            .to_vec(),
+        "fileio" => [("write", "write_s"), ("read", "read_s")]
+            .map(|(step, key)| Measure {
+                workload: label.clone(),
+                name: format!("{step} time"),
+                unit: "s".into(),
+                higher_is_better: false,
+                pointer: format!("/metrics/{key}"),
             })
             .to_vec(),
         other => unreachable!("the study file check admits only known workloads, not {other}"),

@@ -6,6 +6,7 @@
 
 pub mod batch;
 pub mod ds2;
+pub mod fileio;
 pub mod tpcb;
 pub mod tpcc;
 

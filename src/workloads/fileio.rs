@@ -1,0 +1,200 @@
+//! `fileio`: seed 002's file-system test. A file of random bytes is written onto the
+//! storage under test and read back; each timed step starts with the page cache dropped and
+//! the write ends with fsync, so both steps go through the storage layer (an encrypting FUSE
+//! or kernel layer included) rather than memory. N runs, averaged, with a 95% CI.
+//!
+//! It needs no database, so it runs as `dbvs fileio --dir DIR` (and in studies on each
+//! variant's storage) rather than through the driver.
+
+use anyhow::{bail, Context, Result};
+use rand::RngCore;
+use serde::Serialize;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Bytes per write and read call.
+const CHUNK: usize = 8 << 20;
+/// The file's name inside the directory under test.
+pub const FILE: &str = "dbvs-fileio.bin";
+
+/// Parses `64MB`, `2GB`, `512KB` (binary units).
+pub fn parse_size(s: &str) -> Result<u64> {
+    let t = s.trim().to_ascii_uppercase();
+    let (num, mult) = if let Some(n) = t.strip_suffix("GB") {
+        (n, 1u64 << 30)
+    } else if let Some(n) = t.strip_suffix("MB") {
+        (n, 1 << 20)
+    } else if let Some(n) = t.strip_suffix("KB") {
+        (n, 1 << 10)
+    } else {
+        (t.as_str(), 1)
+    };
+    match num.trim().parse::<u64>() {
+        Ok(n) if n > 0 && n.checked_mul(mult).is_some_and(|b| b >= 1 << 20) => Ok(n * mult),
+        _ => bail!("invalid file size '{s}': use a size of at least 1MB such as 512MB or 2GB"),
+    }
+}
+
+/// The default file size: an eighth of the machine's memory, between 256 MB and 2 GB (the
+/// seed's smaller file), so the test is about storage and fits the machine.
+pub fn default_size() -> u64 {
+    let total = crate::host::collect().memory_bytes;
+    (total / 8).clamp(256 << 20, 2 << 30) / (1 << 20) * (1 << 20)
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Step {
+    pub seconds: f64,
+    pub mbs: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Run {
+    pub write: Step,
+    pub read: Step,
+}
+
+/// Mean and 95% CI half-width over runs.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub write_s: f64,
+    pub write_ci95_s: f64,
+    pub read_s: f64,
+    pub read_ci95_s: f64,
+    pub write_mbs: f64,
+    pub read_mbs: f64,
+}
+
+pub fn summarize(runs: &[Run]) -> Summary {
+    let ci = |xs: &[f64]| {
+        if xs.len() < 2 {
+            f64::NAN
+        } else {
+            crate::stats::t_critical(xs.len() as f64 - 1.0) * crate::stats::sd(xs) / (xs.len() as f64).sqrt()
+        }
+    };
+    let w: Vec<f64> = runs.iter().map(|r| r.write.seconds).collect();
+    let r: Vec<f64> = runs.iter().map(|r| r.read.seconds).collect();
+    let mean = crate::stats::mean;
+    Summary {
+        write_s: mean(&w),
+        write_ci95_s: ci(&w),
+        read_s: mean(&r),
+        read_ci95_s: ci(&r),
+        write_mbs: mean(&runs.iter().map(|r| r.write.mbs).collect::<Vec<_>>()),
+        read_mbs: mean(&runs.iter().map(|r| r.read.mbs).collect::<Vec<_>>()),
+    }
+}
+
+/// The file's contents: random bytes, with the plaintext canary at the start of every
+/// chunk so the study's scan of the storage can tell whether it is encrypted at rest.
+fn chunk(rng: &mut impl RngCore, n: u64) -> Vec<u8> {
+    let mut buf = vec![0u8; CHUNK];
+    rng.fill_bytes(&mut buf);
+    let canary = crate::workloads::CANARY.as_bytes();
+    buf[..canary.len()].copy_from_slice(canary);
+    buf[canary.len()..canary.len() + 8].copy_from_slice(&n.to_le_bytes());
+    buf
+}
+
+/// One write and one read of `size` bytes in `dir`; the file stays for the caller.
+pub fn run_once(dir: &Path, size: u64, seed: u64) -> Result<Run> {
+    let path = dir.join(FILE);
+    let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(seed);
+    let chunks: Vec<Vec<u8>> = (0..4).map(|n| chunk(&mut rng, n)).collect();
+    let _ = std::fs::remove_file(&path);
+    crate::targets::drop_caches()?;
+    let t = Instant::now();
+    {
+        let mut f = std::fs::File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
+        let mut left = size;
+        let mut n = 0;
+        while left > 0 {
+            let take = left.min(CHUNK as u64) as usize;
+            f.write_all(&chunks[n % chunks.len()][..take])?;
+            left -= take as u64;
+            n += 1;
+            if crate::interrupt::interrupted() {
+                return Err(crate::interrupt::Interrupted.into());
+            }
+        }
+        f.sync_all()?;
+    }
+    let write = t.elapsed().as_secs_f64();
+    crate::targets::drop_caches()?;
+    let t = Instant::now();
+    let mut f = std::fs::File::open(&path)?;
+    let mut buf = vec![0u8; CHUNK];
+    let mut read = 0u64;
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        read += n as u64;
+    }
+    let read_s = t.elapsed().as_secs_f64();
+    if read != size {
+        bail!("read back {read} bytes of the {size} written to {}", path.display());
+    }
+    let mbs = |s: f64| size as f64 / s / 1e6;
+    Ok(Run { write: Step { seconds: write, mbs: mbs(write) }, read: Step { seconds: read_s, mbs: mbs(read_s) } })
+}
+
+/// The run record `dbvs fileio --json` writes (the shape studies read).
+#[derive(Serialize)]
+pub struct Record {
+    #[serde(flatten)]
+    pub status: crate::driver::RunStatus,
+    pub workload: &'static str,
+    pub params: serde_json::Value,
+    pub env: crate::record::Env,
+    pub metrics: serde_json::Value,
+}
+
+pub fn record(dir: &Path, size: u64, runs: &[Run], status: crate::driver::RunStatus) -> Record {
+    let s = summarize(runs);
+    let mut metrics = serde_json::to_value(&s).unwrap_or_default();
+    metrics["runs"] = serde_json::to_value(runs).unwrap_or_default();
+    Record {
+        status,
+        workload: "fileio",
+        params: serde_json::json!({ "dir": dir, "size_bytes": size, "runs": runs.len() }),
+        env: crate::record::Env {
+            host: crate::host::collect(),
+            engine_versions: Default::default(),
+            dbvs_version: env!("CARGO_PKG_VERSION"),
+        },
+        metrics,
+    }
+}
+
+/// Where a study's variant keeps the fileio file.
+pub fn dir_in(data_dir: &Path) -> PathBuf {
+    data_dir.join("fileio")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_in_binary_units() {
+        assert_eq!(parse_size("64MB").unwrap(), 64 << 20);
+        assert_eq!(parse_size("2gb").unwrap(), 2 << 30);
+        for bad in ["0MB", "12", "fast", "512KB"] {
+            assert!(parse_size(bad).unwrap_err().to_string().contains("at least 1MB"), "{bad}");
+        }
+        let d = default_size();
+        assert!((256 << 20..=2 << 30).contains(&d));
+    }
+
+    #[test]
+    fn summaries_average_with_a_confidence_interval() {
+        let run = |w, r| Run { write: Step { seconds: w, mbs: 100.0 / w }, read: Step { seconds: r, mbs: 100.0 / r } };
+        let s = summarize(&[run(1.0, 2.0), run(2.0, 2.0), run(3.0, 2.0)]);
+        assert_eq!((s.write_s, s.read_s, s.read_ci95_s), (2.0, 2.0, 0.0));
+        assert!((s.write_ci95_s - 4.303 * 1.0 / 3f64.sqrt()).abs() < 0.01, "{}", s.write_ci95_s);
+    }
+}
