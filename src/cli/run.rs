@@ -112,7 +112,7 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let bar = ProgressBar::with_draw_target(Some(pacing.warmup.as_secs()), ProgressDrawTarget::stderr());
     bar.set_style(
-        ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} s  {msg}")
+        ProgressStyle::with_template("{prefix:>10} [{bar:30}] {pos}/{len}  {msg}")
             .expect("valid template")
             .progress_chars("=> "),
     );
@@ -123,7 +123,11 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
     let result =
         driver::run(&pacing, workload.operations(), &|i| workload.worker(db, &meta, i), &mut |event| match event {
             Event::Tick { done, of, warmup } => {
-                bar.set_prefix(if warmup { "warmup" } else { "measure" });
+                bar.set_prefix(match (warmup, pacing.iterations) {
+                    (true, _) => "warmup s",
+                    (false, None) => "measure s",
+                    (false, Some(_)) => "units",
+                });
                 bar.set_length(of);
                 bar.set_position(done.min(of));
             }
