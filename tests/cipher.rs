@@ -59,3 +59,32 @@ fn bad_sizes_and_threads_get_one_line() {
     let o = dbvs(&["cipher", "--threads", "0", "--sizes", "100KB"]);
     assert!(stderr(&o).contains("--threads takes a number"), "{}", stderr(&o));
 }
+
+#[test]
+fn a_study_measures_what_masking_aes_ni_costs_the_cipher() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("s.toml");
+    std::fs::write(
+        &f,
+        "name = \"aesni\"\nblocks = { min = 2, max = 2 }\n\
+         [workload]\nname = \"cipher\"\ncipher = \"aes-256-gcm\"\nsize = \"1MB\"\nrepeat = 1\n\
+         [[variants]]\nname = \"aesni\"\nkind = \"plain\"\n\
+         [[variants]]\nname = \"no-aesni\"\nkind = \"plain\"\naesni = false\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    ok(&["study", f.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(r["status"], "completed", "{}", r["cause"]);
+    assert_eq!(r["measures"][0]["measure"]["name"], "mean MB/s");
+    assert!(r["canary"].as_array().unwrap().is_empty(), "nothing at rest to scan");
+    let ratio = r["measures"][0]["comparisons"][0]["estimate"]["ratio"].as_f64().unwrap();
+    let host_has_aesni = std::fs::read_to_string("/proc/cpuinfo").unwrap().split_whitespace().any(|w| w == "aes");
+    if host_has_aesni {
+        assert!(ratio < 0.5, "masked AES-NI should more than halve GCM throughput: ratio {ratio}");
+    }
+    let bad = std::fs::read_to_string(&f).unwrap().replace("aes-256-gcm", "rot13");
+    std::fs::write(&f, bad).unwrap();
+    let o = dbvs(&["study", f.to_str().unwrap()]);
+    assert!(stderr(&o).contains("unknown cipher 'rot13'"), "{}", stderr(&o));
+}

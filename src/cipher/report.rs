@@ -7,9 +7,13 @@ use plotters::prelude::*;
 use serde::Serialize;
 use std::fmt::Write;
 
-/// Everything one `dbvs cipher` call measured.
+/// Everything one `dbvs cipher` call measured. Its JSON is also a run record studies read:
+/// `status`, `workload` and `metrics` (the first series' averages over the sizes).
 #[derive(Clone, Debug, Serialize)]
 pub struct CipherReport {
+    pub status: &'static str,
+    pub workload: &'static str,
+    pub metrics: serde_json::Value,
     pub host: crate::host::HostInfo,
     pub openssl: String,
     pub threads: usize,
@@ -67,6 +71,20 @@ pub fn rows(r: &CipherReport, cipher: &str) -> (Vec<String>, Vec<Vec<String>>) {
 
 fn gain(on: f64, off: f64) -> String {
     format!("{:+.1}%", 100.0 * (on / off - 1.0))
+}
+
+/// The first series' encrypt, decrypt and mean MB/s, averaged over its sizes.
+pub fn metrics(series: &[Series]) -> serde_json::Value {
+    let Some(s) = series.first() else { return serde_json::Value::Null };
+    let n = s.points.len().max(1) as f64;
+    let avg = |f: fn(&super::Point) -> f64| s.points.iter().map(f).sum::<f64>() / n;
+    serde_json::json!({
+        "cipher": s.cipher,
+        "aesni": s.aesni,
+        "encrypt_mbs": avg(|p| p.encrypt_mbs),
+        "decrypt_mbs": avg(|p| p.decrypt_mbs),
+        "mean_mbs": avg(|p| p.mean_mbs),
+    })
 }
 
 pub fn ciphers(r: &CipherReport) -> Vec<String> {
@@ -195,6 +213,9 @@ mod tests {
     #[test]
     fn tables_show_the_gain_from_aes_ni_and_an_average() {
         let r = CipherReport {
+            status: "completed",
+            workload: "cipher",
+            metrics: serde_json::Value::Null,
             host: crate::host::collect(),
             openssl: "OpenSSL 3".into(),
             threads: 1,

@@ -85,6 +85,9 @@ pub fn main(args: CipherArgs) -> Result<ExitCode> {
         series.extend(measure_masked(&args, &sizes)?);
     }
     let r = CipherReport {
+        status: "completed",
+        workload: "cipher",
+        metrics: report::metrics(&series),
         host: crate::host::collect(),
         openssl: openssl::version::version().to_string(),
         threads,

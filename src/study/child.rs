@@ -88,7 +88,7 @@ fn tail(path: &Path) -> String {
 /// Builds the variant's pristine database for `w` inside its storage (a no-op when an
 /// earlier workload already built the same database).
 pub fn build(ctx: &Context, v: &VariantConfig, p: &Prepared, w: &WorkloadConfig) -> Result<()> {
-    if w.name == "fileio" {
+    if matches!(w.name.as_str(), "fileio" | "cipher") {
         return Ok(());
     }
     let (log_path, log) = log_file(ctx, &format!("build-{}-{}.log", v.name, slug(&w.label())))?;
@@ -118,6 +118,19 @@ pub fn run(
     let json = ctx.out.join("runs").join(format!("{name}.json"));
     let (log_path, log) = log_file(ctx, &format!("{name}.log"))?;
     let mut cmd = Command::new(ctx.exe);
+    if w.name == "cipher" {
+        // In memory: the variant's environment (AES-NI masking) is what it measures.
+        cmd.args(["cipher", "--aesni", "on", "--threads", &w.threads.to_string()]);
+        cmd.args([
+            "--cipher",
+            w.cipher.as_deref().unwrap_or("aes-256-xts"),
+            "--sizes",
+            w.size.as_deref().unwrap_or("1MB"),
+        ]);
+        cmd.args(["--runs".to_string(), w.repeat.unwrap_or(3).to_string()]);
+        cmd.arg("--json").arg(&json).envs(p.env.iter().map(|(k, v)| (k, v)));
+        return finish(cmd, log, &json, &log_path);
+    }
     if w.name == "fileio" {
         cmd.arg("fileio").arg("--dir").arg(crate::workloads::fileio::dir_in(&p.data_dir));
         cmd.args([

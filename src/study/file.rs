@@ -104,6 +104,8 @@ pub struct WorkloadConfig {
     #[serde(default, deserialize_with = "optional_duration")]
     pub random_sleep: Option<Duration>,
     pub repeat: Option<u32>,
+    /// The cipher workload's cipher (aes-256-xts, aes-256-gcm or aes-256-cbc).
+    pub cipher: Option<String>,
 }
 
 impl WorkloadConfig {
@@ -213,14 +215,25 @@ impl StudyFile {
             bail!("a study needs a [workload] (or a list of [[workloads]])");
         }
         for (i, w) in self.workloads.iter().enumerate() {
-            if w.name == "fileio" {
+            if w.name == "cipher" {
+                if let Some(c) = &w.cipher {
+                    <crate::cipher::Algo as clap::ValueEnum>::from_str(c, false).map_err(|_| {
+                        anyhow::anyhow!(
+                            "{}workload cipher: unknown cipher '{c}'; use aes-256-xts, aes-256-gcm or aes-256-cbc",
+                            at("cipher")
+                        )
+                    })?;
+                }
+                crate::cipher::parse_size(w.size.as_deref().unwrap_or("1MB"))
+                    .map_err(|e| anyhow::anyhow!("{}workload cipher: {e}", at("size")))?;
+            } else if w.name == "fileio" {
                 if let Some(size) = &w.size {
                     crate::workloads::fileio::parse_size(size)
                         .map_err(|e| anyhow::anyhow!("{}workload fileio: {e}", at("size")))?;
                 }
             } else if !crate::workloads::NAMES.contains(&w.name.as_str()) {
                 let names = crate::workloads::NAMES.join(", ");
-                bail!("{}workload name '{}' is unknown; available: {names}, fileio", at(&w.name), w.name);
+                bail!("{}workload name '{}' is unknown; available: {names}, fileio, cipher", at(&w.name), w.name);
             } else {
                 let args =
                     w.args(self.seed).map_err(|e| anyhow::anyhow!("{}workload {}: {e}", at("profile"), w.name))?;

@@ -34,6 +34,7 @@ pub fn headline(name: &str) -> &'static str {
         "tpcc" => "nopm",
         "batch" => "suite_ms",
         "fileio" => "write_s",
+        "cipher" => "mean_mbs",
         _ => "opm",
     }
 }
@@ -62,6 +63,7 @@ pub fn of(w: &WorkloadConfig) -> Vec<Measure> {
                 pointer: format!("/metrics/statements/{q}/mean_ms"),
             })
             .to_vec(),
+        "cipher" => vec![up("mean MB/s", "MB/s", "mean_mbs")],
         "fileio" => [("write", "write_s"), ("read", "read_s")]
             .map(|(step, key)| Measure {
                 workload: label.clone(),
