@@ -41,8 +41,9 @@ fn no_mounts_under(dir: &Path) {
 
 #[test]
 fn an_a_a_study_finds_no_significant_difference() {
-    // The same variant twice. A 2 ms busy-wait per order dominates each order's time, so
-    // run-to-run noise is far below the 1% noise threshold and the test cannot flake.
+    // The same variant twice. A 2 ms busy-wait per order dominates each order's time, which
+    // keeps run-to-run noise to a few percent even on a shared CI machine (one run there gave
+    // 1.021 [0.970, 1.075]); what must hold is the verdict and a CI that covers 1.
     let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let f = write_study(
@@ -58,7 +59,9 @@ fn an_a_a_study_finds_no_significant_difference() {
     let r = report(&out);
     let c = &r["comparisons"][0];
     assert_eq!(c["verdict"]["verdict"], "no_significant_difference", "{c}");
-    assert!((c["estimate"]["ratio"].as_f64().unwrap() - 1.0).abs() < 0.02, "{c}");
+    let (lo, hi) = (c["estimate"]["ci"][0].as_f64().unwrap(), c["estimate"]["ci"][1].as_f64().unwrap());
+    assert!(lo <= 1.0 && 1.0 <= hi, "{c}");
+    assert!((c["estimate"]["ratio"].as_f64().unwrap() - 1.0).abs() < 0.05, "{c}");
     assert_eq!(r["blocks_completed"], 6);
 }
 
