@@ -63,6 +63,7 @@ struct DbArgs {
     /// Data size. ds2: S, M, L (DS2's 10MB, 1GB, 100GB) or <n>MB / <n>GB [default: 10MB].
     /// tpcb: pgbench's scale factor (100,000 accounts each) [default: 1].
     /// tpcc and batch: warehouses [default: 1].
+    /// bignw: scale factor, 1 = BigNW's 83,830 orders, 0.01 = about Northwind's [default: 1].
     #[arg(long)]
     size: Option<String>,
     /// Seed for the data generator and the workers' random choices; same seed, same data.
@@ -93,6 +94,8 @@ struct DbArgs {
     tpcc: workloads::tpcc::Options,
     #[command(flatten)]
     batch: workloads::batch::Options,
+    #[command(flatten)]
+    bignw: workloads::bignw::Options,
 }
 
 fn parse_server_setting(s: &str) -> Result<(String, String), String> {
@@ -111,6 +114,7 @@ impl DbArgs {
                 ds2: self.ds2.clone(),
                 tpcc: self.tpcc.clone(),
                 batch: self.batch.clone(),
+                bignw: self.bignw.clone(),
                 cold,
             },
         )?;
@@ -120,7 +124,8 @@ impl DbArgs {
         };
         let id = workload.build_identity();
         // Named after the build, so workloads sharing one (tpcc and batch) share the database.
-        let default_db = format!("{}_{}_s{}", id["workload"], id["size"].to_ascii_lowercase(), self.seed);
+        let size = id["size"].to_ascii_lowercase().replace('.', "p");
+        let default_db = format!("{}_{size}_s{}", id["workload"], self.seed);
         let target = targets::parse(
             &self.target,
             targets::TargetOptions {

@@ -42,29 +42,72 @@ pub fn print(r: &RunRecord, headline: &str) {
         r.driver.process_cpu_pct, r.env.host.cores, r.driver.driver_overhead_pct
     );
 
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header(["latency (ms)", "count", "avg", "p50", "p90", "p95", "p99", "max"]);
-    if let Value::Object(ops) = &m["latency_ms"] {
-        for (name, l) in ops {
-            let f = |k: &str| format!("{:.2}", l[k].as_f64().unwrap_or(0.0));
-            t.add_row([
-                name.clone(),
-                l["count"].to_string(),
-                f("avg_ms"),
-                f("p50_ms"),
-                f("p90_ms"),
-                f("p95_ms"),
-                f("p99_ms"),
-                f("max_ms"),
-            ]);
-        }
+    if let Some(benchmarks) = m["benchmarks"].as_object().filter(|b| b.values().any(|b| b["units"].as_u64() > Some(0)))
+    {
+        println!("{}", benchmark_table(benchmarks));
     }
-    for c in t.column_iter_mut().skip(1) {
-        c.set_cell_alignment(CellAlignment::Right);
+    if let Some(ops) = m["latency_ms"].as_object().filter(|o| !o.is_empty()) {
+        println!("{}", latency_table(ops));
     }
-    println!("{t}");
     for c in &r.checks {
         println!("check {}: {} ({})", if c.ok { "ok    " } else { "FAILED" }, c.name, c.detail);
     }
+}
+
+fn right_aligned(mut t: Table) -> Table {
+    t.load_preset(UTF8_FULL_CONDENSED);
+    for c in t.column_iter_mut().skip(1) {
+        c.set_cell_alignment(CellAlignment::Right);
+    }
+    t
+}
+
+fn latency_table(ops: &serde_json::Map<String, Value>) -> Table {
+    let mut t = Table::new();
+    t.set_header(["latency (ms)", "count", "avg", "p50", "p90", "p95", "p99", "max"]);
+    for (name, l) in ops {
+        let f = |k: &str| format!("{:.2}", l[k].as_f64().unwrap_or(0.0));
+        t.add_row([
+            name.clone(),
+            l["count"].to_string(),
+            f("avg_ms"),
+            f("p50_ms"),
+            f("p90_ms"),
+            f("p95_ms"),
+            f("p99_ms"),
+            f("max_ms"),
+        ]);
+    }
+    right_aligned(t)
+}
+
+/// bignw's per-benchmark figures, as seed 003 tabulated them.
+fn benchmark_table(benchmarks: &serde_json::Map<String, Value>) -> Table {
+    let mut t = Table::new();
+    t.set_header([
+        "benchmark",
+        "category",
+        "iterations",
+        "units",
+        "mean unit (s)",
+        "+-% (95%)",
+        "per iteration (ms)",
+        "rows",
+    ]);
+    let mut rows: Vec<&Value> = benchmarks.values().filter(|b| b["units"].as_u64() > Some(0)).collect();
+    rows.sort_by_key(|b| b["benchmark"].as_u64());
+    for b in rows {
+        let f = |k: &str, p: usize| b[k].as_f64().map_or("-".into(), |v| format!("{v:.p$}"));
+        t.add_row([
+            format!("{} {}", b["benchmark"], b["name"].as_str().unwrap_or("")),
+            b["category"].as_str().unwrap_or("").to_string(),
+            b["iterations"].to_string(),
+            b["units"].to_string(),
+            f("mean_s", 3),
+            f("ci95_pct", 1),
+            f("per_iteration_ms", 2),
+            b["rows_per_iteration"].as_u64().map_or("-".into(), |r| r.to_string()),
+        ]);
+    }
+    right_aligned(t)
 }

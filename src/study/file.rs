@@ -106,6 +106,14 @@ pub struct WorkloadConfig {
     pub repeat: Option<u32>,
     /// The cipher workload's cipher (aes-256-xts, aes-256-gcm or aes-256-cbc).
     pub cipher: Option<String>,
+    /// bignw: the benchmarks to compare (1-10) [default: all]. Each becomes a workload of
+    /// its own, so every block runs it on every variant in turn (the seed's balanced order).
+    pub benchmarks: Option<Vec<u8>>,
+    /// bignw: the least time a calibrated unit should take [default: 5 s].
+    #[serde(default, deserialize_with = "optional_duration")]
+    pub unit_time: Option<Duration>,
+    /// bignw: iterations per unit; without it the study calibrates on the baseline.
+    pub unit_iterations: Option<u64>,
 }
 
 impl WorkloadConfig {
@@ -130,8 +138,35 @@ impl WorkloadConfig {
                 spec_pacing: self.spec_pacing,
             },
             batch: crate::workloads::batch::Options { repeat: self.repeat.unwrap_or(d.repeat) },
+            bignw: crate::workloads::bignw::Options {
+                benchmarks: self.benchmarks.clone().unwrap_or_default(),
+                unit_time: self.unit_time.unwrap_or(Duration::from_secs(5)),
+                unit_iterations: self.unit_iterations.map(|k| k.to_string()),
+            },
             cold: self.cold,
         })
+    }
+
+    /// A bignw entry as one workload per benchmark; every other workload as it is.
+    fn split(self) -> Vec<WorkloadConfig> {
+        if self.name != "bignw" {
+            return vec![self];
+        }
+        let all: Vec<u8> = (1..=10).collect();
+        let mut picked = self.benchmarks.clone().unwrap_or(all);
+        picked.dedup();
+        picked
+            .into_iter()
+            .map(|b| {
+                let bench = crate::workloads::bignw::benchmarks::ALL.get(usize::from(b).wrapping_sub(1));
+                let about = bench.map_or_else(|| format!("b{b}"), |x| format!("{} {}", x.key, x.name));
+                WorkloadConfig {
+                    label: Some(format!("{} {about}", self.label())),
+                    benchmarks: Some(vec![b]),
+                    ..self.clone()
+                }
+            })
+            .collect()
     }
 
     pub fn mix(&self) -> Mix {
@@ -191,6 +226,7 @@ impl StudyFile {
             }
             file.workloads.push(w);
         }
+        file.workloads = file.workloads.into_iter().flat_map(WorkloadConfig::split).collect();
         file.check(&text).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
         Ok((file, text))
     }

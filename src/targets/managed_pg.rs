@@ -144,6 +144,11 @@ impl ManagedPg {
     pub fn data_dir(&self) -> &Path {
         &self.data
     }
+
+    /// The server's own client tools (pg_dump of the same major version).
+    pub fn bin_dir(&self) -> &Path {
+        &self.bin
+    }
 }
 
 impl super::ManagedServer for ManagedPg {

@@ -5,6 +5,7 @@
 //! each run a *fresh copy* that is thrown away afterwards. Builds go into a staging database
 //! that only becomes the pristine once complete, so an interrupted build never looks done.
 
+pub mod backup;
 pub mod managed_maria;
 pub mod managed_pg;
 pub mod mysql;
@@ -74,6 +75,11 @@ pub trait Database: Send + Sync {
     fn go_cold(&self) -> Result<()> {
         drop_caches()
     }
+    /// Takes the engine's native online backup ([`backup`]) into a file beside the
+    /// database and returns its path; the caller removes it.
+    fn backup(&self, _name: &str) -> Result<PathBuf> {
+        bail!("this database cannot be backed up")
+    }
 }
 
 /// Writes dirty pages out and empties the OS page cache, so reads come from the device.
@@ -127,7 +133,7 @@ pub fn parse(spec: &str, opts: TargetOptions) -> Result<Box<dyn Target>> {
     if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
         let password = opts.password.or_else(|| std::env::var("PGPASSWORD").ok());
         let info = postgres::PgConnInfo::parse(spec, password)?;
-        return Ok(Box::new(postgres::PgTarget::new(info, spec.to_string(), None)));
+        return Ok(Box::new(postgres::PgTarget::new(info, spec.to_string(), None, backup::BackupPlace::client_side())));
     }
     if spec.starts_with("mysql://") || spec.starts_with("mariadb://") {
         let password = opts.password.or_else(|| std::env::var("MYSQL_PWD").ok());
@@ -169,7 +175,8 @@ pub fn parse(spec: &str, opts: TargetOptions) -> Result<Box<dyn Target>> {
             dbname: opts.default_db,
         };
         let location = format!("managed PostgreSQL {} in {}", server.version, server.data_dir().display());
-        return Ok(Box::new(postgres::PgTarget::new(info, location, Some(std::sync::Arc::new(server)))));
+        let backups = backup::BackupPlace::beside(server.data_dir(), Some(server.bin_dir().to_path_buf()));
+        return Ok(Box::new(postgres::PgTarget::new(info, location, Some(std::sync::Arc::new(server)), backups)));
     }
     match spec.split_once(':') {
         Some(("sqlite", path)) if !path.is_empty() => {

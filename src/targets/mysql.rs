@@ -8,6 +8,7 @@
 //! `<db>_run_<pid>`, dropped afterwards. Builds go into `<db>_building_<pid>` and their
 //! tables are renamed into place when complete.
 
+use super::backup::BackupPlace;
 use super::{valid_identifier, BuildMeta, Connection, Database, Keepalive, RunCopy, StagedBuild, Target, TargetInfo};
 use anyhow::{bail, Context, Result};
 use mysql::prelude::Queryable;
@@ -103,6 +104,7 @@ pub struct MyTarget {
     managed: Option<std::sync::Arc<super::managed_maria::ManagedMaria>>,
     /// Data-at-rest encryption is configured: confirm it before every run.
     require_encryption: bool,
+    backups: BackupPlace,
 }
 
 /// How long to wait for InnoDB's background threads to finish encrypting tablespaces.
@@ -111,7 +113,14 @@ const ENCRYPTION_WAIT: std::time::Duration = std::time::Duration::from_secs(120)
 impl MyTarget {
     /// A server the user runs: runs get logical copies.
     pub fn external(info: MyConnInfo, location: String) -> Self {
-        Self { info, location, server: None, managed: None, require_encryption: false }
+        Self {
+            info,
+            location,
+            server: None,
+            managed: None,
+            require_encryption: false,
+            backups: BackupPlace::client_side(),
+        }
     }
 
     /// A server dbvs manages: runs get a copy of the whole data directory.
@@ -122,7 +131,8 @@ impl MyTarget {
         require_encryption: bool,
     ) -> Self {
         let keepalive: std::sync::Arc<dyn super::ManagedServer> = server.clone();
-        Self { info, location, server: Some(keepalive), managed: Some(server), require_encryption }
+        let backups = BackupPlace::beside(server.data_dir(), None);
+        Self { info, location, server: Some(keepalive), managed: Some(server), require_encryption, backups }
     }
 
     /// Waits until information_schema shows every InnoDB tablespace encrypted and settled.
@@ -152,7 +162,7 @@ impl MyTarget {
     }
 
     fn db(&self, name: String) -> MyDb {
-        MyDb { info: self.info.clone(), name, _server: self.server.clone() }
+        MyDb { info: self.info.clone(), name, _server: self.server.clone(), backups: self.backups.clone() }
     }
 }
 
@@ -236,6 +246,7 @@ struct MyDb {
     info: MyConnInfo,
     name: String,
     _server: Keepalive,
+    backups: BackupPlace,
 }
 
 impl Database for MyDb {
@@ -244,6 +255,11 @@ impl Database for MyDb {
     }
     fn go_cold(&self) -> Result<()> {
         super::go_cold_on(&self._server)
+    }
+    fn backup(&self, name: &str) -> Result<std::path::PathBuf> {
+        let dest = self.backups.file(name);
+        super::backup::mariadb_dump(&self.backups, &self.info, &self.name, &dest)?;
+        Ok(dest)
     }
 }
 
@@ -284,6 +300,9 @@ impl Database for DirCopy {
     fn go_cold(&self) -> Result<()> {
         self.db.go_cold()
     }
+    fn backup(&self, name: &str) -> Result<std::path::PathBuf> {
+        self.db.backup(name)
+    }
 }
 
 impl RunCopy for DirCopy {
@@ -309,6 +328,9 @@ impl Database for Copied {
     }
     fn go_cold(&self) -> Result<()> {
         self.0.go_cold()
+    }
+    fn backup(&self, name: &str) -> Result<std::path::PathBuf> {
+        self.0.backup(name)
     }
 }
 

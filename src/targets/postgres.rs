@@ -5,6 +5,7 @@
 //! `CREATE DATABASE <db>_run_<pid> TEMPLATE <db>`, dropped afterwards. Builds go into
 //! `<db>_building_<pid>` and are renamed when complete. The user needs CREATEDB.
 
+use super::backup::BackupPlace;
 use super::{valid_identifier, BuildMeta, Connection, Database, Keepalive, RunCopy, StagedBuild, Target, TargetInfo};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
@@ -85,15 +86,16 @@ pub struct PgTarget {
     info: PgConnInfo,
     location: String,
     server: Keepalive,
+    backups: BackupPlace,
 }
 
 impl PgTarget {
-    pub fn new(info: PgConnInfo, location: String, server: Keepalive) -> Self {
-        Self { info, location, server }
+    pub fn new(info: PgConnInfo, location: String, server: Keepalive, backups: BackupPlace) -> Self {
+        Self { info, location, server, backups }
     }
 
     fn db(&self, name: String) -> PgDb {
-        PgDb { info: self.info.clone(), name, _server: self.server.clone() }
+        PgDb { info: self.info.clone(), name, _server: self.server.clone(), backups: self.backups.clone() }
     }
 
     /// Drops run copies and staging databases of killed dbvs processes.
@@ -177,6 +179,7 @@ struct PgDb {
     info: PgConnInfo,
     name: String,
     _server: Keepalive,
+    backups: BackupPlace,
 }
 
 impl PgDb {
@@ -191,6 +194,11 @@ impl Database for PgDb {
     }
     fn go_cold(&self) -> Result<()> {
         super::go_cold_on(&self._server)
+    }
+    fn backup(&self, name: &str) -> Result<std::path::PathBuf> {
+        let dest = self.backups.file(name);
+        super::backup::pg_dump(&self.backups, &self.info, &self.name, &dest)?;
+        Ok(dest)
     }
 }
 
@@ -234,6 +242,9 @@ impl Database for Copied {
     }
     fn go_cold(&self) -> Result<()> {
         self.0.go_cold()
+    }
+    fn backup(&self, name: &str) -> Result<std::path::PathBuf> {
+        self.0.backup(name)
     }
 }
 

@@ -353,6 +353,12 @@ impl Database for SqliteDb {
     fn connect(&self) -> Result<Connection> {
         Ok(Connection::Sqlite(SqliteConnection { conn: self.open()?, gate: self.gate.clone() }))
     }
+    fn backup(&self, name: &str) -> Result<PathBuf> {
+        // A run copy's name carries its pid, so a backup left by a killed run is swept too.
+        let dest = PathBuf::from(format!("{}-backup-{name}", self.path.display()));
+        super::backup::sqlite(&self.open()?, &dest)?;
+        Ok(dest)
+    }
 }
 
 struct Staged {
@@ -391,6 +397,9 @@ struct Copied(SqliteDb);
 impl Database for Copied {
     fn connect(&self) -> Result<Connection> {
         self.0.connect()
+    }
+    fn backup(&self, name: &str) -> Result<PathBuf> {
+        self.0.backup(name)
     }
 }
 

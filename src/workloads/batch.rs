@@ -47,8 +47,8 @@ fn statements() -> [String; 5] {
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct Options {
-    /// batch: timed executions of each statement.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(2..=10_000))]
+    /// batch: timed executions of each statement; bignw: units of each benchmark.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub repeat: u32,
 }
 

@@ -5,6 +5,7 @@
 //! [`crate::driver`]. Adding a workload is one module plus one arm in [`by_name`].
 
 pub mod batch;
+pub mod bignw;
 pub mod ds2;
 pub mod fileio;
 pub mod tpcb;
@@ -21,7 +22,7 @@ use serde::Serialize;
 pub const CANARY: &str = "DBVS-CANARY-PLAINTEXT-7F3A";
 
 /// The workload names `--workload` accepts.
-pub const NAMES: &[&str] = &["ds2", "tpcb", "tpcc", "batch"];
+pub const NAMES: &[&str] = &["ds2", "tpcb", "tpcc", "batch", "bignw"];
 
 /// One invariant checked against the database after a run.
 #[derive(Clone, Debug, Serialize)]
@@ -76,6 +77,7 @@ pub struct WorkloadArgs {
     pub ds2: ds2::Mix,
     pub tpcc: tpcc::Options,
     pub batch: batch::Options,
+    pub bignw: bignw::Options,
     /// Runs start from cold caches (the batch suite goes cold before every execution).
     pub cold: bool,
 }
@@ -108,6 +110,7 @@ pub fn by_name(name: &str, args: &WorkloadArgs) -> Result<Box<dyn Workload>> {
         "tpcb" => Ok(Box::new(tpcb::Tpcb::new(args)?)),
         "tpcc" => Ok(Box::new(tpcc::Tpcc::new(args)?)),
         "batch" => Ok(Box::new(batch::Batch::new(args)?)),
+        "bignw" => Ok(Box::new(bignw::Bignw::new(args)?)),
         _ => anyhow::bail!("unknown workload '{name}': available: {}", NAMES.join(", ")),
     }
 }

@@ -30,7 +30,7 @@ mod txn;
 mod worker;
 
 pub use mix::Profile;
-pub use sql::{DbError, Rows};
+pub use sql::{DbError, Dialect, Rows};
 
 use super::{Check, Workload, WorkloadArgs};
 use crate::driver::{FromStart, IntervalSample, RunResult, Worker};

@@ -1,0 +1,123 @@
+//! Native online backups, as each engine's users take them: SQLite's `VACUUM INTO`,
+//! `pg_dump -Fc` and `mariadb-dump --single-transaction`.
+//!
+//! Seed 003 backed up to a device on the instance's own storage, so a backup goes next to
+//! the database: beside the SQLite file, or beside a managed server's data directory. Both
+//! sit on whatever layer the variant put under the data (an encrypted file system also
+//! carries the backup). For a server dbvs does not manage the dump lands in the system's
+//! temporary directory, where the client runs.
+
+use super::mysql::MyConnInfo;
+use super::postgres::PgConnInfo;
+use anyhow::{bail, Context, Result};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Where a server's backups go and which client tools write them.
+#[derive(Clone, Debug)]
+pub struct BackupPlace {
+    pub dir: PathBuf,
+    /// The directory of the engine's client tools; `None` looks them up on PATH.
+    pub bin: Option<PathBuf>,
+}
+
+impl BackupPlace {
+    /// Beside a managed server's data directory.
+    pub fn beside(data_dir: &Path, bin: Option<PathBuf>) -> Self {
+        Self { dir: data_dir.parent().unwrap_or(Path::new("/")).to_path_buf(), bin }
+    }
+
+    /// For a server elsewhere: the client's temporary directory.
+    pub fn client_side() -> Self {
+        Self { dir: std::env::temp_dir(), bin: None }
+    }
+
+    fn tool(&self, name: &str, package: &str) -> Result<PathBuf> {
+        match &self.bin {
+            Some(b) => Ok(b.join(name)),
+            None => crate::variants::require(name, package),
+        }
+    }
+
+    /// A file name in the place, unique to this process.
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("dbvs-backup-{}-{name}", std::process::id()))
+    }
+}
+
+/// `VACUUM INTO`: a consistent, compacted copy made through the open connection, so a
+/// SQLCipher database's copy is encrypted with the same key.
+pub fn sqlite(conn: &rusqlite::Connection, dest: &Path) -> Result<()> {
+    let _ = std::fs::remove_file(dest);
+    let path = dest.to_str().context("the backup path is not valid UTF-8")?;
+    conn.execute("VACUUM INTO ?1", [path]).with_context(|| format!("VACUUM INTO {} failed", dest.display()))?;
+    sync(dest)
+}
+
+/// `pg_dump -Fc` of one database. The password goes through the environment, never argv.
+pub fn pg_dump(place: &BackupPlace, info: &PgConnInfo, db: &str, dest: &Path) -> Result<()> {
+    let mut cmd = Command::new(place.tool("pg_dump", "postgresql-client")?);
+    cmd.args(["-Fc", "--no-password", "-h", &info.host, "-p", &info.port.to_string(), "-U", &info.user, "-f"])
+        .arg(dest)
+        .arg(db);
+    if let Some(p) = &info.password {
+        cmd.env("PGPASSWORD", p);
+    }
+    run(cmd, "pg_dump")?;
+    sync(dest)
+}
+
+/// `mariadb-dump --single-transaction` of one database into `dest`. A password goes in a
+/// 0600 option file that is removed afterwards, never on the command line.
+pub fn mariadb_dump(place: &BackupPlace, info: &MyConnInfo, db: &str, dest: &Path) -> Result<()> {
+    let tool = place.tool("mariadb-dump", "mariadb-client")?;
+    let options = tempfile::Builder::new().prefix("dbvs-dump-").tempfile()?;
+    // tempfile creates the file 0600.
+    writeln!(options.as_file(), "[client]\nuser={}", info.user)?;
+    if let Some(p) = &info.password {
+        writeln!(options.as_file(), "password={p}")?;
+    }
+    let out = std::fs::File::create(dest).with_context(|| format!("cannot create backup {}", dest.display()))?;
+    let mut cmd = Command::new(tool);
+    cmd.arg(format!("--defaults-extra-file={}", options.path().display()))
+        .args(["--single-transaction", "--protocol=TCP", "-h", &info.host, "-P", &info.port.to_string(), db])
+        .stdout(out);
+    run(cmd, "mariadb-dump")?;
+    sync(dest)
+}
+
+fn run(mut cmd: Command, what: &str) -> Result<()> {
+    let out = cmd.stdin(Stdio::null()).stderr(Stdio::piped()).spawn()?.wait_with_output()?;
+    if !out.status.success() {
+        bail!("{what} failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(())
+}
+
+/// A backup is taken when it is on stable storage.
+fn sync(dest: &Path) -> Result<()> {
+    std::fs::File::open(dest).and_then(|f| f.sync_all()).with_context(|| format!("cannot sync {}", dest.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sqlcipher_backup_is_encrypted_with_the_same_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = format!("PRAGMA key = \"x'{}'\";", "ab".repeat(32));
+        let c = rusqlite::Connection::open(dir.path().join("db")).unwrap();
+        c.execute_batch(&format!("{key} CREATE TABLE t (v TEXT); INSERT INTO t VALUES ('plain-marker-123');")).unwrap();
+        let dest = dir.path().join("backup");
+        sqlite(&c, &dest).unwrap();
+        let bytes = std::fs::read(&dest).unwrap();
+        assert!(bytes.len() > 1000);
+        assert!(!bytes.windows(16).any(|w| w == b"plain-marker-123"), "the backup holds plaintext");
+        let b = rusqlite::Connection::open(&dest).unwrap();
+        b.execute_batch(&key).unwrap();
+        let v: String = b.query_row("SELECT v FROM t", [], |r| r.get(0)).unwrap();
+        assert_eq!(v, "plain-marker-123");
+    }
+}

@@ -1,0 +1,233 @@
+//! Seed 003's ten benchmarks in five categories. A *unit* is one benchmark repeated a
+//! calibrated number of iterations and timed as a whole; setup and restoration around the
+//! timed part put the database back as it was, so inserts and deletes never drift from one
+//! unit to the next.
+
+use super::data::{customer_id, date, Sizes};
+use super::engine::{drain, exec};
+use super::schema::{self, EMPLOYEE_SALES_BY_COUNTRY};
+use crate::targets::{Connection, Database};
+use crate::workloads::tpcc::Dialect;
+use anyhow::{Context, Result};
+use std::time::{Duration, Instant};
+
+pub struct Benchmark {
+    pub key: &'static str,
+    pub category: &'static str,
+    pub name: &'static str,
+}
+
+pub const ALL: [Benchmark; 10] = [
+    Benchmark { key: "b1", category: "retrieve", name: "index seek on order date" },
+    Benchmark { key: "b2", category: "retrieve", name: "scan for ship country" },
+    Benchmark { key: "b3", category: "retrieve", name: "orders join customers" },
+    Benchmark { key: "b4", category: "retrieve", name: "invoices view" },
+    Benchmark { key: "b5", category: "retrieve", name: "sales by country into temp table" },
+    Benchmark { key: "b6", category: "insert", name: "orders into temp table" },
+    Benchmark { key: "b7", category: "insert", name: "new orders" },
+    Benchmark { key: "b8", category: "update", name: "update orders" },
+    Benchmark { key: "b9", category: "delete", name: "delete orders" },
+    Benchmark { key: "b10", category: "backup", name: "full backup" },
+];
+
+/// The operation names the driver records, one per benchmark.
+pub const KEYS: &[&str] = &["b1", "b2", "b3", "b4", "b5", "b6", "b7", "b8", "b9", "b10"];
+
+const SEEK: &str = "SELECT order_id, customer_id, employee_id, order_date, freight FROM orders \
+    WHERE order_date >= '1996-01-01'";
+const SCAN: &str = "SELECT order_id, customer_id, order_date, ship_city, ship_country FROM orders \
+    WHERE ship_country = 'Germany'";
+const JOIN: &str = "SELECT o.order_id, o.order_date, o.freight, c.company_name, c.city, c.country \
+    FROM orders o JOIN customers c ON c.customer_id = o.customer_id";
+const INVOICES: &str = "SELECT * FROM invoices";
+/// Benchmark 8 flips the sign of these orders' freight: exact in floating point, so an
+/// even number of flips restores every value.
+const FLIP_FREIGHT: &str = "UPDATE orders SET freight = -freight WHERE order_date >= '1998-01-01'";
+/// New orders per iteration of benchmark 7, with this many lines each.
+const NEW_ORDERS: i64 = 10;
+const NEW_LINES: i64 = 3;
+/// Orders removed per iteration of benchmark 9.
+const DELETED: i64 = 10;
+
+/// What one unit did.
+pub struct UnitResult {
+    pub took: Duration,
+    /// Rows read, written or removed per iteration (0 where engines do not say alike:
+    /// CREATE TABLE AS, backups).
+    pub rows: u64,
+    /// Setup and restoration around the timed part.
+    pub untimed: Duration,
+    /// Bytes of the last backup (benchmark 10).
+    pub backup_bytes: Option<u64>,
+}
+
+/// The most iterations a unit of benchmark `b` can do: deletes need orders to remove.
+pub fn max_iterations(b: usize, sizes: &Sizes) -> u64 {
+    match b {
+        8 => (sizes.orders / 2 / DELETED).max(1) as u64,
+        _ => 1_000_000,
+    }
+}
+
+fn dialect(conn: &Connection) -> Dialect {
+    match conn {
+        Connection::Sqlite(_) => Dialect::Sqlite,
+        Connection::Postgres(_) => Dialect::Postgres,
+        Connection::MySql(_) => Dialect::MariaDb,
+    }
+}
+
+fn timed(iterations: u64, mut body: impl FnMut(u64) -> Result<u64>) -> Result<(Duration, u64)> {
+    let t = Instant::now();
+    let mut rows = 0;
+    for i in 0..iterations {
+        rows = body(i)?;
+    }
+    Ok((t.elapsed(), rows))
+}
+
+/// Runs one unit of benchmark `b` (0-based) with `iterations` iterations.
+pub fn unit(conn: &mut Connection, db: &dyn Database, sizes: &Sizes, b: usize, iterations: u64) -> Result<UnitResult> {
+    let mut backup_bytes = None;
+    let start = Instant::now();
+    let (took, rows) = match b {
+        0 => timed(iterations, |_| drain(conn, SEEK))?,
+        1 => timed(iterations, |_| drain(conn, SCAN))?,
+        2 => timed(iterations, |_| drain(conn, JOIN))?,
+        3 => timed(iterations, |_| drain(conn, INVOICES))?,
+        4 => timed(iterations, |_| {
+            exec(conn, &format!("CREATE TEMPORARY TABLE sales_by_country AS {EMPLOYEE_SALES_BY_COUNTRY}"))?;
+            exec(conn, "DROP TABLE sales_by_country")?;
+            Ok(0)
+        })?,
+        5 => {
+            let create = format!("CREATE TEMPORARY TABLE orders_copy ({})", temp_columns());
+            timed(iterations, |_| {
+                exec(conn, &create)?;
+                let n = exec(conn, "INSERT INTO orders_copy SELECT * FROM orders")?;
+                exec(conn, "DROP TABLE orders_copy")?;
+                Ok(n)
+            })?
+        }
+        6 => {
+            let r = timed(iterations, |i| new_orders(conn, sizes, i))?;
+            let last = sizes.orders;
+            exec(conn, &format!("DELETE FROM order_details WHERE order_id > {last}"))?;
+            exec(conn, &format!("DELETE FROM orders WHERE order_id > {last}"))?;
+            r
+        }
+        7 => {
+            let r = timed(iterations, |_| exec(conn, FLIP_FREIGHT))?;
+            if iterations % 2 == 1 {
+                exec(conn, FLIP_FREIGHT)?;
+            }
+            r
+        }
+        8 => delete_orders(conn, sizes, iterations)?,
+        9 => {
+            let mut files = Vec::new();
+            let r = timed(iterations, |i| {
+                files.push(db.backup(&format!("b10-{i}"))?);
+                Ok(0)
+            });
+            backup_bytes = files.last().and_then(|f| std::fs::metadata(f).ok()).map(|m| m.len());
+            for f in &files {
+                let _ = std::fs::remove_file(f);
+            }
+            r?
+        }
+        _ => anyhow::bail!("there is no benchmark {}", b + 1),
+    };
+    Ok(UnitResult { took, rows, untimed: start.elapsed().saturating_sub(took), backup_bytes })
+}
+
+/// The orders table's columns without keys, for its temporary copy.
+fn temp_columns() -> String {
+    schema::ORDER_COLUMNS
+        .replace(" NOT NULL PRIMARY KEY", "")
+        .split(", ")
+        .map(|c| c.split(" REFERENCES").next().unwrap_or(c))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Benchmark 7's iteration `i`: ten orders with three lines each, in one transaction, with
+/// ids after the loaded ones (removed again after the unit).
+fn new_orders(conn: &mut Connection, sizes: &Sizes, i: u64) -> Result<u64> {
+    exec(conn, "BEGIN")?;
+    for k in 0..NEW_ORDERS {
+        let id = sizes.orders + 1 + i as i64 * NEW_ORDERS + k;
+        let customer = customer_id(id % sizes.customers + 1);
+        let day = date(10_354 + k);
+        exec(
+            conn,
+            &format!(
+                "INSERT INTO orders (order_id, customer_id, employee_id, order_date, required_date, ship_via, freight, \
+                 ship_name, ship_address, ship_city, ship_postal_code, ship_country) VALUES ({id}, '{customer}', {}, \
+                 '{day}', '{day}', {}, 12.50, 'New order', '1 Main Street', 'Boston', '02101', 'USA')",
+                id % 9 + 1,
+                id % 3 + 1
+            ),
+        )?;
+        for l in 0..NEW_LINES {
+            exec(
+                conn,
+                &format!(
+                    "INSERT INTO order_details (order_id, product_id, unit_price, quantity, discount) \
+                     VALUES ({id}, {}, 18.00, {}, 0)",
+                    (id + l * 11) % 77 + 1,
+                    l + 1
+                ),
+            )?;
+        }
+    }
+    exec(conn, "COMMIT")?;
+    Ok((NEW_ORDERS * (1 + NEW_LINES)) as u64)
+}
+
+/// Benchmark 9: each iteration deletes ten orders with their lines, in one transaction.
+/// The rows are saved before the unit and put back after it.
+fn delete_orders(conn: &mut Connection, sizes: &Sizes, iterations: u64) -> Result<(Duration, u64)> {
+    let first = sizes.orders / 4 + 1;
+    let end = first + iterations as i64 * DELETED;
+    let range = format!("order_id >= {first} AND order_id < {end}");
+    let ddl = |t: &str| match dialect(conn) {
+        Dialect::MariaDb => format!("CREATE TABLE {t} ENGINE=InnoDB AS "),
+        _ => format!("CREATE TABLE {t} AS "),
+    };
+    let (save_orders, save_lines) = (ddl("bignw_saved_orders"), ddl("bignw_saved_lines"));
+    exec(conn, &format!("{save_orders}SELECT * FROM orders WHERE {range}"))?;
+    exec(conn, &format!("{save_lines}SELECT * FROM order_details WHERE {range}"))?;
+    let result = timed(iterations, |i| {
+        let lo = first + i as i64 * DELETED;
+        let these = format!("order_id >= {lo} AND order_id < {}", lo + DELETED);
+        exec(conn, "BEGIN")?;
+        let lines = exec(conn, &format!("DELETE FROM order_details WHERE {these}"))?;
+        let orders = exec(conn, &format!("DELETE FROM orders WHERE {these}"))?;
+        exec(conn, "COMMIT")?;
+        Ok(lines + orders)
+    });
+    if result.is_err() {
+        let _ = exec(conn, "ROLLBACK");
+    }
+    exec(conn, "INSERT INTO orders SELECT * FROM bignw_saved_orders")
+        .and_then(|_| exec(conn, "INSERT INTO order_details SELECT * FROM bignw_saved_lines"))
+        .context("putting the deleted orders back")?;
+    exec(conn, "DROP TABLE bignw_saved_orders")?;
+    exec(conn, "DROP TABLE bignw_saved_lines")?;
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_temporary_copy_has_the_columns_without_keys() {
+        let c = temp_columns();
+        assert!(c.starts_with("order_id INTEGER, customer_id VARCHAR(10), employee_id INTEGER"), "{c}");
+        assert!(!c.contains("REFERENCES") && !c.contains("PRIMARY"), "{c}");
+        assert_eq!(c.split(", ").count(), 14);
+        assert_eq!(ALL.iter().map(|b| b.key).collect::<Vec<_>>(), KEYS);
+    }
+}
