@@ -28,7 +28,8 @@ pub fn main(args: StudyArgs) -> Result<ExitCode> {
     println!("study {} '{}': {} ({})", r.study_id, r.name, r.status, r.stop_reason);
     for v in &r.variants {
         let mean = v.summary.as_ref().map_or(String::new(), |s| {
-            format!("{} {:.0} [{:.0}, {:.0}]", r.metric.to_uppercase(), s.mean, s.ci.0, s.ci.1)
+            use crate::report::number;
+            format!("{} {} [{}, {}]", r.metric.to_uppercase(), number(s.mean), number(s.ci.0), number(s.ci.1))
         });
         let what = match (v.status.as_str(), &v.reason) {
             ("ran", _) => crate::report::verdict_text(r, &v.info.name),

@@ -50,6 +50,7 @@ pub fn render(r: &StudyReport) -> Result<String> {
         100.0 * r.ci_target
     );
     table(&mut out, &tables::changes(r));
+    table(&mut out, &tables::means(r));
     table(&mut out, &tables::verdicts(r));
     for svg in [charts::means_with_ci(r)?, charts::over_time(r)?] {
         let _ = writeln!(out, "<div class=\"chart\">{svg}</div>");

@@ -32,6 +32,7 @@ pub fn render(r: &StudyReport) -> String {
     let _ = writeln!(out, "- {} to {}", r.started_at, r.finished_at);
     for t in [
         tables::changes(r),
+        tables::means(r),
         tables::verdicts(r),
         tables::per_run(r),
         tables::latency(r),

@@ -7,6 +7,7 @@ mod html;
 mod json;
 mod markdown;
 mod tables;
+pub(crate) use tables::number;
 
 pub(crate) use charts::PALETTE;
 

@@ -102,8 +102,36 @@ pub fn changes(r: &StudyReport) -> Table {
     Table { title: "Changes vs baseline, per workload and measure", header, rows }
 }
 
+/// Seed 003's table shape: one row per measure, each variant's mean and its 95% CI
+/// half-width as +-% of the mean.
+pub fn means(r: &StudyReport) -> Table {
+    let names: Vec<&str> = r.variants.iter().filter(|v| v.summary.is_some()).map(|v| v.info.name.as_str()).collect();
+    let rows = r
+        .measures
+        .iter()
+        .map(|m| {
+            let mut row = vec![m.measure.workload.clone(), format!("{} ({})", m.measure.name, m.measure.unit)];
+            for n in &names {
+                row.push(m.summaries.iter().find(|(v, _)| v == n).map_or("-".into(), |(_, s)| {
+                    let half = (s.ci.1 - s.ci.0) / 2.0;
+                    let rel = if s.n > 1 && s.mean != 0.0 {
+                        format!(" +-{:.1}%", 100.0 * half / s.mean.abs())
+                    } else {
+                        String::new()
+                    };
+                    format!("{}{rel} (n={})", number(s.mean), s.n)
+                }));
+            }
+            row
+        })
+        .collect();
+    let mut header = vec!["workload".to_string(), "measure".into()];
+    header.extend(names.iter().map(|n| format!("{n}: mean +-% (95%)")));
+    Table { title: "Mean per variant, +-% at 95% confidence", header, rows }
+}
+
 /// Large values without decimals, small ones with two.
-fn number(x: f64) -> String {
+pub fn number(x: f64) -> String {
     if x.abs() >= 100.0 {
         format!("{x:.0}")
     } else {

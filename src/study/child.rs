@@ -25,7 +25,7 @@ fn slug(s: &str) -> String {
 }
 
 /// The SQLite file of a workload's build; workloads sharing a build (tpcc and batch) share it.
-fn db_file(w: &WorkloadConfig) -> String {
+pub fn db_file(w: &WorkloadConfig) -> String {
     let build = if w.name == "batch" { "tpcc" } else { &w.name };
     format!("{build}-{}.db", slug(w.size.as_deref().unwrap_or("default")))
 }
@@ -111,10 +111,10 @@ pub fn run(
     v: &VariantConfig,
     p: &Prepared,
     w: &WorkloadConfig,
-    block: usize,
+    tag: &str,
     keep_for_scan: bool,
 ) -> Result<serde_json::Value> {
-    let name = format!("block{:02}-{}-{}", block + 1, v.name, slug(&w.label()));
+    let name = format!("{tag}-{}-{}", v.name, slug(&w.label()));
     let json = ctx.out.join("runs").join(format!("{name}.json"));
     let (log_path, log) = log_file(ctx, &format!("{name}.log"))?;
     let mut cmd = Command::new(ctx.exe);
@@ -191,6 +191,17 @@ pub fn run(
         }
         "batch" => {
             cmd.args(["--repeat".to_string(), w.repeat.unwrap_or(5).to_string()]);
+        }
+        // One unit per run: the blocks are the repetitions, in the balanced order.
+        "bignw" => {
+            let b = w.benchmarks.as_ref().and_then(|b| b.first()).copied().unwrap_or(1);
+            cmd.args(["--benchmark".to_string(), b.to_string(), "--repeat".into(), w.repeat.unwrap_or(1).to_string()]);
+            if let Some(t) = w.unit_time {
+                cmd.args(["--unit-time".to_string(), t.as_secs_f64().to_string()]);
+            }
+            if let Some(k) = w.unit_iterations {
+                cmd.args(["--unit-iterations".to_string(), k.to_string()]);
+            }
         }
         _ => {}
     }

@@ -33,6 +33,7 @@ pub fn headline(name: &str) -> &'static str {
         "tpcb" => "tps",
         "tpcc" => "nopm",
         "batch" => "suite_ms",
+        "bignw" => "suite_s",
         "fileio" => "write_s",
         "cipher" => "mean_mbs",
         _ => "opm",
@@ -64,6 +65,19 @@ pub fn of(w: &WorkloadConfig) -> Vec<Measure> {
             })
             .to_vec(),
         "cipher" => vec![up("mean MB/s", "MB/s", "mean_mbs")],
+        // The study file gives each bignw benchmark a workload of its own.
+        "bignw" => w
+            .benchmarks
+            .iter()
+            .flatten()
+            .map(|b| Measure {
+                workload: label.clone(),
+                name: "unit time".into(),
+                unit: "s".into(),
+                higher_is_better: false,
+                pointer: format!("/metrics/benchmarks/b{b}/mean_s"),
+            })
+            .collect(),
         "fileio" => [("write", "write_s"), ("read", "read_s")]
             .map(|(step, key)| Measure {
                 workload: label.clone(),

@@ -97,7 +97,8 @@ fn run_blocks(study: &StudyFile, text: &str, opts: Options, store: &mut Store, i
         }
     }
 
-    let all_measures: Vec<measures::Measure> = study.workloads.iter().flat_map(measures::of).collect();
+    let workloads = calibrate(&ctx, &active[0], &study.workloads)?;
+    let all_measures: Vec<measures::Measure> = workloads.iter().flat_map(measures::of).collect();
     let mut canaries: Vec<CanaryResult> = Vec::new();
     let mut rows: Vec<RunRow> = Vec::new();
     let mut block_times: Vec<f64> = Vec::new();
@@ -111,21 +112,17 @@ fn run_blocks(study: &StudyFile, text: &str, opts: Options, store: &mut Store, i
             break;
         }
         let t = Instant::now();
-        let mut order: Vec<(usize, usize)> = (0..active.len())
-            .filter(|&i| active[i].failed.is_none())
-            .flat_map(|i| (0..study.workloads.len()).map(move |w| (i, w)))
-            .collect();
-        order.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(study.seed ^ (block as u64) << 20));
-        for (i, wi) in order {
+        let order = block_order(&active, workloads.len(), study.seed ^ (block as u64) << 20);
+        for (wi, i) in order {
             let a = &mut active[i];
             if a.failed.is_some() {
                 continue;
             }
-            let w = &study.workloads[wi];
+            let w = &workloads[wi];
             // The canary scan follows the variant's first run (of any workload).
             // The cipher benchmark works in memory and leaves nothing at rest to scan.
             let scan = block == 0 && w.name != "cipher" && !canaries.iter().any(|c| c.variant == a.cfg.name);
-            let result = child::run(&ctx, &a.cfg, &a.prepared, w, block, scan);
+            let result = child::run(&ctx, &a.cfg, &a.prepared, w, &format!("block{:02}", block + 1), scan);
             let (row, value) = record_run(store, Placement { study: id, block, variant: &a.cfg.name }, w, result)?;
             if let Some(cause) = row.cause.clone().filter(|_| row.status == "failed") {
                 eprintln!("variant {}: {} run failed: {cause}", a.cfg.name, w.label());
@@ -212,10 +209,58 @@ fn prepare(ctx: &child::Context, v: &VariantConfig, dir: &Path) -> Result<Prepar
     v.preflight(&ctx.study.target.engine)?;
     std::fs::create_dir_all(dir)?;
     let p = v.setup(dir)?;
+    let mut built = std::collections::BTreeSet::new();
     for w in &ctx.study.workloads {
-        child::build(ctx, v, &p, w)?;
+        // Workloads sharing a database (tpcc and batch; bignw's benchmarks) build it once.
+        if built.insert(child::db_file(w)) {
+            child::build(ctx, v, &p, w)?;
+        }
     }
     Ok(p)
+}
+
+/// The order of one block's runs: workloads in random order and, for each, every variant
+/// in random order, back to back. Each comparison is then made between runs close in time
+/// (seed 003's balanced order: each benchmark on every instance in turn).
+fn block_order(active: &[Active], workloads: usize, seed: u64) -> Vec<(usize, usize)> {
+    let rng = &mut rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut ws: Vec<usize> = (0..workloads).collect();
+    ws.shuffle(rng);
+    let mut order = Vec::new();
+    for w in ws {
+        let mut vs: Vec<usize> = (0..active.len()).filter(|&i| active[i].failed.is_none()).collect();
+        vs.shuffle(rng);
+        order.extend(vs.into_iter().map(|v| (w, v)));
+    }
+    order
+}
+
+/// Fixes bignw's iterations per unit with one pilot run per benchmark on the baseline, so
+/// every variant does the same work (the seed derived its iteration counts once, too).
+fn calibrate(
+    ctx: &child::Context,
+    base: &Active,
+    workloads: &[file::WorkloadConfig],
+) -> Result<Vec<file::WorkloadConfig>> {
+    let mut out = workloads.to_vec();
+    for w in out.iter_mut().filter(|w| w.name == "bignw" && w.unit_iterations.is_none()) {
+        let b = w.benchmarks.as_ref().and_then(|b| b.first()).copied().unwrap_or(1);
+        let pilot = file::WorkloadConfig { repeat: Some(1), ..w.clone() };
+        let record = child::run(ctx, &base.cfg, &base.prepared, &pilot, "calibration", false)
+            .and_then(|r| match r["status"].as_str() {
+                Some("completed") => Ok(r),
+                _ => bail!("{}", r["cause"].as_str().unwrap_or("the run failed")),
+            })
+            .with_context(|| format!("calibrating {} on the baseline", w.label()))?;
+        let k = record["metrics"]["benchmarks"][format!("b{b}")]["iterations"].as_u64().filter(|&k| k > 0);
+        w.unit_iterations =
+            Some(k.with_context(|| format!("calibrating {}: the pilot run reported no iterations", w.label()))?);
+        eprintln!("{}: {} iterations per unit", w.label(), w.unit_iterations.unwrap_or(0));
+        if interrupt::interrupted() {
+            return Err(interrupt::Interrupted.into());
+        }
+    }
+    Ok(out)
 }
 
 /// Stores a run and turns it into a report row plus its record.
