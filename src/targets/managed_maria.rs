@@ -129,6 +129,8 @@ impl ManagedMaria {
         if self.as_root {
             c.arg(format!("--user={SERVER_USER}"));
         }
+        // A socket file left by a server that did not shut down cleanly would pass for ready.
+        let _ = std::fs::remove_file(socket(data));
         // The server inherits dbvs's environment, AES-NI masking included.
         let mut child = c
             .stdin(Stdio::null())
@@ -142,7 +144,10 @@ impl ManagedMaria {
             if let Some(status) = child.try_wait()? {
                 bail!("mariadbd exited at start ({status}; port {} busy, or a bad setting?): {}", self.port, tail());
             }
-            if socket(data).exists() && std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            // Ready when both listeners accept: TCP (runs) and the socket (administration).
+            if std::os::unix::net::UnixStream::connect(socket(data)).is_ok()
+                && std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+            {
                 *self.running.lock().unwrap_or_else(|p| p.into_inner()) = Some((child, data.to_path_buf()));
                 return Ok(());
             }

@@ -159,6 +159,9 @@ impl Bignw {
         let target = self.unit_time.as_secs_f64();
         let mut k = 1;
         loop {
+            if crate::interrupt::interrupted() {
+                return Err(crate::interrupt::Interrupted.into());
+            }
             let t = benchmarks::unit(conn, db, &self.sizes, b, k)?.took.as_secs_f64().max(1e-6);
             if t >= target / 10.0 || k >= cap {
                 let k = ((k as f64) * 1.2 * target / t).ceil() as u64;
