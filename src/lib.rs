@@ -12,5 +12,6 @@ pub mod stats;
 pub mod store;
 pub mod study;
 pub mod targets;
+pub mod telemetry;
 pub mod variants;
 pub mod workloads;

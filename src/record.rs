@@ -41,6 +41,9 @@ pub struct RunRecord {
     /// numbers the post-run checks hold the database to.
     pub totals: FromStart,
     pub checks: Vec<Check>,
+    /// What the machine did during the run (CPU, disks, memory, pressure, power).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<crate::telemetry::Telemetry>,
 }
 
 impl RunRecord {
@@ -71,6 +74,7 @@ impl RunRecord {
             intervals: run.intervals,
             totals: run.from_start,
             checks,
+            telemetry: None,
         }
     }
 }

@@ -30,7 +30,7 @@ enum Command {
     /// Build the pristine database a workload runs against (runs use fresh copies of it).
     Build(build::BuildArgs),
     /// Run a workload on a fresh copy of the pristine database (built first if missing).
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Check a database's consistency (TPC-C conditions 1-4, DS2 and TPC-B invariants): a
     /// pristine database, or one kept with --keep-db.
     Check(check::CheckArgs),
@@ -167,7 +167,7 @@ pub fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Build(a) => build::main(a),
-        Command::Run(a) => run::main(a),
+        Command::Run(a) => run::main(*a),
         Command::Check(a) => check::main(a),
         Command::Cipher(a) => cipher::main(a),
         Command::Fileio(a) => fileio::main(a),

@@ -56,6 +56,20 @@ pub struct RunArgs {
     /// Do not record the run in the results store.
     #[arg(long)]
     no_store: bool,
+    /// How often telemetry samples CPU, disks, memory, pressure and power.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    sample_interval: Duration,
+    /// Power source: auto (RAPL when readable), none, rapl, ipmi (ipmitool dcmi power
+    /// reading), or cmd:COMMAND (a command printing watts, e.g. an external meter's reader).
+    #[arg(long, default_value = "auto", value_name = "SOURCE")]
+    power: crate::telemetry::power::PowerSpec,
+    /// With a power source: how long to read idle power before the load starts.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    idle_power: Duration,
+    /// Telemetry summaries also cover the window's last N minutes (seed 000: "the last 10
+    /// minutes of peak performance").
+    #[arg(long, default_value_t = 10.0, value_name = "N")]
+    peak_minutes: f64,
     /// Test-only: busy-wait this long in every order (a known slowdown for verdict tests).
     #[arg(long, hide = true, default_value = "0", value_parser = parse_duration)]
     inject_delay: Duration,
@@ -80,6 +94,12 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
     }
     if args.report_interval < Duration::from_millis(100) {
         anyhow::bail!("--report-interval must be at least 100ms");
+    }
+    if args.sample_interval < Duration::from_millis(100) {
+        anyhow::bail!("--sample-interval must be at least 100ms, e.g. --sample-interval 1s");
+    }
+    if !(args.peak_minutes > 0.0 && args.peak_minutes.is_finite()) {
+        anyhow::bail!("--peak-minutes must be a positive number of minutes, e.g. --peak-minutes 10");
     }
     let json_out = args.json.as_deref().map(create_output).transpose()?;
     let (target, workload) = args.db.open(args.cold)?;
@@ -117,6 +137,16 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
             .progress_chars("=> "),
     );
     let db = copy.as_ref();
+    let watch = target.watch();
+    let sampler = crate::telemetry::Sampler::start(crate::telemetry::Options {
+        interval: args.sample_interval,
+        power: args.power.clone(),
+        idle: args.idle_power,
+        dirs: watch.dirs,
+        server_pid_file: watch.server_pid_file,
+        server_note: watch.note,
+        peak_minutes: args.peak_minutes,
+    })?;
     // The workload's window counter (TPC-C's sum of next order ids), read over a connection
     // of its own at both ends of the measured window, as HammerDB's monitor does.
     let mut counter = Counter { start: None, end: None, error: None };
@@ -140,9 +170,13 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
                 if after_warmup {
                     bar.suspend(|| eprintln!("Stats reset"));
                 }
+                sampler.window_start();
                 counter.start = counter.read(workload.as_ref(), db);
             }
-            Event::WindowEnd => counter.end = counter.read(workload.as_ref(), db),
+            Event::WindowEnd => {
+                sampler.window_end();
+                counter.end = counter.read(workload.as_ref(), db);
+            }
         });
     bar.finish_and_clear();
     let mut result = result;
@@ -159,7 +193,12 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
         vec![crate::workloads::Check { name: "post-run checks could run", ok: false, detail: format!("{e:#}") }]
     });
     let final_line = workload.final_line(&result);
-    let record = RunRecord::new(workload.as_ref(), target.info(), &pacing, env, started_at, result, checks);
+    let mut record = RunRecord::new(workload.as_ref(), target.info(), &pacing, env, started_at, result, checks);
+    // Work per watt only for throughputs (OPM/W, TPS/W); a suite time per watt means nothing.
+    let headline = workload.headline();
+    let throughput = ["opm", "tps", "nopm"].contains(&headline).then(|| record.metrics[headline].as_f64()).flatten();
+    let unit = headline.to_uppercase();
+    record.telemetry = Some(sampler.finish(throughput.map(|v| (v, unit.as_str()))));
     eprintln!("{final_line}");
     summary::print(&record, workload.headline());
 

@@ -42,6 +42,9 @@ pub fn print(r: &RunRecord, headline: &str) {
         r.driver.process_cpu_pct, r.env.host.cores, r.driver.driver_overhead_pct
     );
 
+    if let Some(t) = &r.telemetry {
+        telemetry(t);
+    }
     if let Some(benchmarks) = m["benchmarks"].as_object().filter(|b| b.values().any(|b| b["units"].as_u64() > Some(0)))
     {
         println!("{}", benchmark_table(benchmarks));
@@ -110,4 +113,47 @@ fn benchmark_table(benchmarks: &serde_json::Map<String, Value>) -> Table {
         ]);
     }
     right_aligned(t)
+}
+
+/// The machine during the measurement window: CPU, pressure, disks, power.
+fn telemetry(t: &crate::telemetry::Telemetry) {
+    let Some(w) = &t.window else { return };
+    let server = w.server_cpu_pct.map_or_else(|| t.server_cpu.clone(), |c| format!("{c:.0}% of a core"));
+    println!(
+        "system CPU {:.1}% busy (user {:.1}, system {:.1}, iowait {:.1}, steal {:.1}); dbvs {:.0}% of a core; server {server}",
+        w.cpu_busy_pct, w.cpu_user_pct, w.cpu_system_pct, w.cpu_iowait_pct, w.cpu_steal_pct, w.dbvs_cpu_pct
+    );
+    println!(
+        "pressure: cpu {:.1}%, io {:.1}% (full {:.1}%), memory {:.1}% of the time stalled; {:.0} context switches/s; {:.0} MB available",
+        w.psi_cpu_some_pct, w.psi_io_some_pct, w.psi_io_full_pct, w.psi_memory_some_pct, w.ctxt_per_s, w.mem_available_mb
+    );
+    for (d, r) in &w.disks {
+        let layer = t.layers.iter().find(|l| l.device.as_deref() == Some(d.as_str()));
+        println!(
+            "disk {d}{}: {:.0} r/s, {:.0} w/s, {:.1} MB/s read, {:.1} MB/s written, await {:.2} ms, util {:.0}%",
+            layer.map_or(String::new(), |l| format!(" ({} on {})", l.fs_type, l.mount_point)),
+            r.reads_s,
+            r.writes_s,
+            r.read_mb_s,
+            r.write_mb_s,
+            r.await_ms,
+            r.util_pct
+        );
+    }
+    let p = &t.power;
+    match (p.window_w, p.idle_w) {
+        (Some(w), idle) => println!(
+            "power ({}): {w:.1} W in the window{}{}",
+            p.source,
+            idle.map_or(String::new(), |i| format!(", {i:.1} W idle before")),
+            p.per_watt.map_or(String::new(), |v| format!(", {v:.1} {}", p.per_watt_unit.as_deref().unwrap_or("")))
+        ),
+        (None, _) => println!("power: unavailable (no RAPL counters; --power ipmi or cmd:COMMAND reads a meter)"),
+    }
+    println!(
+        "telemetry: {} samples every {:.1} s, sampler {:.2}% of a core",
+        t.samples.len(),
+        t.interval_s,
+        t.sampler_cpu_pct
+    );
 }

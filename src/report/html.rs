@@ -58,6 +58,8 @@ pub fn render(r: &StudyReport) -> Result<String> {
     table(&mut out, &tables::per_run(r));
     let _ = writeln!(out, "<div class=\"chart\">{}</div>", charts::latency(r)?);
     table(&mut out, &tables::latency(r));
+    table(&mut out, &tables::machine(r));
+    table(&mut out, &tables::disks(r));
     table(&mut out, &tables::canary(r));
     table(&mut out, &tables::sut(r));
     let _ = writeln!(out, "<h2>Study file</h2>\n<pre>{}</pre>\n</body></html>", esc(&r.sut.study_file));

@@ -36,6 +36,8 @@ pub fn render(r: &StudyReport) -> String {
         tables::verdicts(r),
         tables::per_run(r),
         tables::latency(r),
+        tables::machine(r),
+        tables::disks(r),
         tables::canary(r),
         tables::sut(r),
     ] {

@@ -65,6 +65,21 @@ pub struct VariantReport {
     pub latency: BTreeMap<String, LatencySummary>,
     /// (seconds into the run, metric per minute within the interval), averaged over runs.
     pub series: Vec<(f64, f64)>,
+    /// The machine during the headline workload's runs, averaged over them.
+    #[serde(default)]
+    pub telemetry: Option<VariantTelemetry>,
+}
+
+/// Telemetry window averages over a variant's runs (seeds 000 and 001's CPU and disk tables).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct VariantTelemetry {
+    pub runs: usize,
+    pub window: crate::telemetry::Sample,
+    pub power: crate::telemetry::PowerReport,
+    pub server_cpu: String,
+    /// The storage layers under the data, top first (an encrypted layer and its backing device).
+    #[serde(default)]
+    pub layers: Vec<crate::telemetry::devices::Layer>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -198,6 +213,7 @@ pub(crate) mod sample {
             summary: Some(summarize(xs)),
             latency: lat.clone(),
             series: xs.iter().take(2).enumerate().map(|(i, x)| (10.0 * (i + 1) as f64, *x)).collect(),
+            telemetry: None,
         };
         let mut skipped = v("fscrypt", &[1.0]);
         skipped.status = "skipped".into();

@@ -130,6 +130,82 @@ pub fn means(r: &StudyReport) -> Table {
     Table { title: "Mean per variant, +-% at 95% confidence", header, rows }
 }
 
+/// Seeds 000 and 001's machine table: CPU, pressure and power per variant, averaged over
+/// the measurement windows of the headline workload's runs.
+pub fn machine(r: &StudyReport) -> Table {
+    let rows = r
+        .variants
+        .iter()
+        .filter_map(|v| {
+            let t = v.telemetry.as_ref()?;
+            let w = &t.window;
+            let p = &t.power;
+            Some(vec![
+                v.info.name.clone(),
+                format!("{:.1}", w.cpu_busy_pct),
+                format!(
+                    "{:.1} / {:.1} / {:.1} / {:.1}",
+                    w.cpu_user_pct, w.cpu_system_pct, w.cpu_iowait_pct, w.cpu_steal_pct
+                ),
+                format!("{:.0}", w.dbvs_cpu_pct),
+                w.server_cpu_pct.map_or_else(|| t.server_cpu.clone(), |c| format!("{c:.0}")),
+                format!("{:.1} / {:.1}", w.psi_cpu_some_pct, w.psi_io_some_pct),
+                format!("{:.0}", w.ctxt_per_s),
+                match (p.window_w, p.idle_w) {
+                    (Some(w), Some(i)) => format!("{w:.1} ({i:.1} idle)"),
+                    (Some(w), None) => format!("{w:.1}"),
+                    _ => "unavailable".into(),
+                },
+                p.per_watt
+                    .map_or("-".into(), |x| format!("{} {}", number(x), p.per_watt_unit.as_deref().unwrap_or(""))),
+            ])
+        })
+        .collect();
+    let header = [
+        "variant",
+        "CPU busy %",
+        "user / system / iowait / steal %",
+        "dbvs % of a core",
+        "server % of a core",
+        "PSI cpu / io %",
+        "ctx switches/s",
+        "power W",
+        "per watt",
+    ];
+    Table { title: "Machine during the runs (window averages)", header: header.map(String::from).to_vec(), rows }
+}
+
+/// Per variant and device under its data: iostat's figures (both the upper and the backing
+/// device of an encrypted layer).
+pub fn disks(r: &StudyReport) -> Table {
+    let mut rows = Vec::new();
+    for v in &r.variants {
+        let Some(t) = &v.telemetry else { continue };
+        for (d, x) in &t.window.disks {
+            let layer = t.layers.iter().find(|l| l.device.as_deref() == Some(d.as_str()));
+            let under = t.layers.iter().take_while(|l| l.device.as_deref() != Some(d.as_str()));
+            let above: Vec<String> = under.map(|l| format!("{} {}", l.fs_type, l.mount_point)).collect();
+            rows.push(vec![
+                v.info.name.clone(),
+                match layer {
+                    Some(l) if above.is_empty() => format!("{d} ({} on {})", l.fs_type, l.mount_point),
+                    Some(l) => format!("{d} ({} on {}, under {})", l.fs_type, l.mount_point, above.join(", ")),
+                    None => d.clone(),
+                },
+                format!("{:.1}", x.reads_s),
+                format!("{:.1}", x.writes_s),
+                format!("{:.1}", x.tps),
+                format!("{:.2}", x.read_mb_s),
+                format!("{:.2}", x.write_mb_s),
+                format!("{:.2}", x.await_ms),
+                format!("{:.1}", x.util_pct),
+            ]);
+        }
+    }
+    let header = ["variant", "device", "r/s", "w/s", "transfers/s", "read MB/s", "write MB/s", "await ms", "util %"];
+    Table { title: "Disks under the data (window averages)", header: header.map(String::from).to_vec(), rows }
+}
+
 /// Large values without decimals, small ones with two.
 pub fn number(x: f64) -> String {
     if x.abs() >= 100.0 {

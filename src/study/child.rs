@@ -208,6 +208,7 @@ pub fn run(
     // About a dozen samples per run for the over-time chart, at least 1 s apart.
     let interval = (w.duration / 12).clamp(Duration::from_secs(1), Duration::from_secs(10));
     cmd.args(["--report-interval".to_string(), format!("{}", interval.as_secs_f64())]);
+    cmd.args(["--power", &ctx.study.power, "--idle-power", &ctx.study.idle_power.as_secs_f64().to_string()]);
     cmd.arg("--json").arg(&json).args(&p.run_args).envs(p.env.iter().map(|(k, v)| (k, v)));
     // A server's data directory already holds the pristine database, its logs and WAL;
     // SQLite's run copy is kept so the scan also sees what a run wrote.

@@ -35,6 +35,12 @@ pub struct StudyFile {
     pub workloads: Vec<WorkloadConfig>,
     /// The first variant is the baseline.
     pub variants: Vec<VariantConfig>,
+    /// Power source for every run: auto, none, rapl, ipmi or cmd:COMMAND (see `dbvs run --power`).
+    #[serde(default = "default_power")]
+    pub power: String,
+    /// With a power source, idle power is read this long before each run's load.
+    #[serde(default = "default_idle_power", deserialize_with = "duration")]
+    pub idle_power: Duration,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -180,6 +186,12 @@ impl WorkloadConfig {
     }
 }
 
+fn default_power() -> String {
+    "auto".into()
+}
+fn default_idle_power() -> Duration {
+    Duration::from_secs(5)
+}
 fn default_seed() -> u64 {
     42
 }
@@ -247,6 +259,9 @@ impl StudyFile {
             crate::targets::managed_pg::parse_setting(&format!("{k}={v}"))
                 .map_err(|e| anyhow::anyhow!("{}target.settings: {e}", at(k)))?;
         }
+        self.power
+            .parse::<crate::telemetry::power::PowerSpec>()
+            .map_err(|e| anyhow::anyhow!("{}power: {e}", at("power")))?;
         if self.workloads.is_empty() {
             bail!("a study needs a [workload] (or a list of [[workloads]])");
         }

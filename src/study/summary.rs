@@ -94,6 +94,34 @@ pub(super) struct Inputs<'a> {
     pub block_times: &'a [f64],
 }
 
+/// The runs' telemetry window averages, averaged; power figures over the runs that have them.
+fn telemetry(records: &[serde_json::Value]) -> Option<crate::report::VariantTelemetry> {
+    use crate::telemetry::{average, Telemetry};
+    let runs: Vec<Telemetry> =
+        records.iter().filter_map(|r| serde_json::from_value(r["telemetry"].clone()).ok()).collect();
+    let windows: Vec<&crate::telemetry::Sample> = runs.iter().filter_map(|t| t.window.as_ref()).collect();
+    let window = average(&windows)?;
+    let mean = |f: fn(&Telemetry) -> Option<f64>| {
+        let v: Vec<f64> = runs.iter().filter_map(f).collect();
+        (!v.is_empty()).then(|| crate::stats::mean(&v))
+    };
+    let first = &runs[0];
+    let power = crate::telemetry::PowerReport {
+        source: first.power.source.clone(),
+        idle_w: mean(|t| t.power.idle_w),
+        window_w: mean(|t| t.power.window_w),
+        per_watt: mean(|t| t.power.per_watt),
+        per_watt_unit: first.power.per_watt_unit.clone(),
+    };
+    Some(crate::report::VariantTelemetry {
+        runs: windows.len(),
+        window,
+        power,
+        server_cpu: first.server_cpu.clone(),
+        layers: first.layers.clone(),
+    })
+}
+
 /// Median over runs of each latency statistic, per operation.
 fn latency(records: &[serde_json::Value]) -> BTreeMap<String, LatencySummary> {
     let mut out = BTreeMap::new();
@@ -161,6 +189,7 @@ pub(super) fn build(i: Inputs) -> StudyReport {
                 summary: headline.summaries.iter().find(|(n, _)| *n == a.cfg.name).map(|(_, s)| s.clone()),
                 latency: latency(&completed),
                 series: series(&completed),
+                telemetry: telemetry(&completed),
             }
         })
         .collect();
@@ -171,6 +200,7 @@ pub(super) fn build(i: Inputs) -> StudyReport {
         summary: None,
         latency: BTreeMap::new(),
         series: vec![],
+        telemetry: None,
     }));
     let first = i.active.iter().flat_map(|a| a.records.first()).next();
     let env = first.map(|(_, r)| r["env"].clone()).unwrap_or_default();

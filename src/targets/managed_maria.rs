@@ -226,6 +226,12 @@ impl ManagedServer for ManagedMaria {
         self.stop();
         self.start_on(&data)
     }
+    fn data_dir(&self) -> PathBuf {
+        self.serving().unwrap_or_else(|| self.data.clone())
+    }
+    fn pid_file(&self) -> PathBuf {
+        super::ManagedServer::data_dir(self).join("mariadbd.pid")
+    }
 }
 
 impl Drop for ManagedMaria {

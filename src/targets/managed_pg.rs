@@ -158,6 +158,10 @@ impl super::ManagedServer for ManagedPg {
         lines[lines.len().saturating_sub(3)..].join(" / ")
     }
 
+    fn data_dir(&self) -> PathBuf {
+        self.data.clone()
+    }
+
     fn restart(&self) -> Result<()> {
         // pg_ctl restart reuses the options the server was started with (postmaster.opts).
         let out = self

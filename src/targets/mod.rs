@@ -53,6 +53,29 @@ pub trait Target: Send + Sync {
     fn diagnostics(&self) -> Option<String> {
         None
     }
+    /// What telemetry watches for this target: its data's directories and, for a server
+    /// dbvs runs, the server's pid file.
+    fn watch(&self) -> Watch;
+}
+
+/// See [`Target::watch`].
+pub struct Watch {
+    pub dirs: Vec<PathBuf>,
+    pub server_pid_file: Option<PathBuf>,
+    /// Why server CPU is not measured, when it is not.
+    pub note: &'static str,
+}
+
+impl Watch {
+    /// A server: measured when dbvs manages it.
+    pub(crate) fn server(server: &Keepalive) -> Self {
+        match server {
+            Some(s) => Watch { dirs: vec![s.data_dir()], server_pid_file: Some(s.pid_file()), note: "" },
+            None => {
+                Watch { dirs: vec![], server_pid_file: None, note: "not measured: dbvs does not manage this server" }
+            }
+        }
+    }
 }
 
 /// A server process dbvs started. Kept alive by every database handed out from it, and
@@ -62,6 +85,12 @@ pub trait ManagedServer: Send + Sync {
     fn log_tail(&self) -> String;
     /// Stops and starts the server on the same data and port: its caches start empty.
     fn restart(&self) -> Result<()>;
+    /// The data directory it serves now (a run's copy, for managed MariaDB).
+    fn data_dir(&self) -> PathBuf;
+    /// The file holding the server's process id.
+    fn pid_file(&self) -> PathBuf {
+        self.data_dir().join("postmaster.pid")
+    }
 }
 
 /// The server behind a target, when dbvs manages it.

@@ -155,6 +155,10 @@ impl Target for PgTarget {
         self.server.as_ref().map(|s| format!("server log: {}", s.log_tail()))
     }
 
+    fn watch(&self) -> super::Watch {
+        super::Watch::server(&self.server)
+    }
+
     fn existing(&self) -> Result<Box<dyn Database>> {
         Ok(Box::new(self.db(self.info.dbname.clone())))
     }

@@ -207,6 +207,15 @@ impl Target for SqliteTarget {
         Ok(Box::new(self.db(self.path.clone(), Mode::Run)))
     }
 
+    fn watch(&self) -> super::Watch {
+        let dir = self.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        super::Watch {
+            dirs: vec![dir.to_path_buf()],
+            server_pid_file: None,
+            note: "embedded: the engine runs inside dbvs (see dbvs CPU)",
+        }
+    }
+
     fn fresh_copy(&self) -> Result<Box<dyn RunCopy>> {
         let copy = self.sibling("run");
         let db = self.db(copy, Mode::Run);

@@ -1,0 +1,408 @@
+//! Telemetry: what the machine did while a run ran. A sampler thread reads raw counters
+//! every interval (1 s by default) and stores per-interval rates: system CPU (user, system,
+//! iowait, steal), the CPU of the database server's processes and of dbvs, context
+//! switches, memory, PSI pressure, iostat's figures for the devices under the data
+//! directory ([`devices`]), and power where a source exists ([`power`]).
+//!
+//! Summaries average the samples of the measurement window, and of its last N minutes (seed
+//! 000's "last 10 minutes of peak"). The sampler measures its own CPU time, so its overhead
+//! is in every record.
+
+pub mod devices;
+pub mod power;
+mod proc;
+
+pub use proc::DiskRates;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub struct Options {
+    pub interval: Duration,
+    pub power: power::PowerSpec,
+    /// How long to read idle power before the load starts (only with a power source).
+    pub idle: Duration,
+    /// Directories whose devices to watch (the database's data).
+    pub dirs: Vec<PathBuf>,
+    /// A managed server's pid file, read at every sample (servers restart on cold runs).
+    pub server_pid_file: Option<PathBuf>,
+    /// What to say about server CPU when there is no pid file.
+    pub server_note: &'static str,
+    pub peak_minutes: f64,
+}
+
+/// Averages over an interval (or over many, in summaries). CPU is % of all cores for the
+/// system, % of one core for processes (a server using two cores shows 200%).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Sample {
+    /// Seconds from the sampler's start to the interval's end (in summaries: the seconds covered).
+    pub t_s: f64,
+    pub cpu_busy_pct: f64,
+    pub cpu_user_pct: f64,
+    pub cpu_system_pct: f64,
+    pub cpu_iowait_pct: f64,
+    pub cpu_steal_pct: f64,
+    pub ctxt_per_s: f64,
+    pub mem_available_mb: f64,
+    pub dirty_mb: f64,
+    pub psi_cpu_some_pct: f64,
+    pub psi_io_some_pct: f64,
+    pub psi_io_full_pct: f64,
+    pub psi_memory_some_pct: f64,
+    pub dbvs_cpu_pct: f64,
+    pub server_cpu_pct: Option<f64>,
+    pub disks: BTreeMap<String, DiskRates>,
+    pub watts: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct PowerReport {
+    /// The source, or "unavailable".
+    pub source: String,
+    /// Average watts before the load started.
+    pub idle_w: Option<f64>,
+    /// Average watts over the measurement window.
+    pub window_w: Option<f64>,
+    /// The headline metric per watt of window power (e.g. OPM/W), idle not subtracted.
+    pub per_watt: Option<f64>,
+    pub per_watt_unit: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Telemetry {
+    pub interval_s: f64,
+    pub layers: Vec<devices::Layer>,
+    pub devices: Vec<String>,
+    pub server_cpu: String,
+    pub samples: Vec<Sample>,
+    pub window: Option<Sample>,
+    pub peak_tail: Option<Sample>,
+    pub peak_tail_minutes: f64,
+    pub power: PowerReport,
+    /// The sampler thread's CPU time as % of one core.
+    pub sampler_cpu_pct: f64,
+}
+
+/// Raw counters at one instant.
+struct Reading {
+    at: Instant,
+    stat: proc::Stat,
+    psi: [(u64, u64); 3],
+    disks: BTreeMap<String, proc::DiskCounters>,
+    own_ticks: u64,
+    server_ticks: Option<BTreeMap<u32, u64>>,
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+fn ticks_per_s() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).max(1) as f64
+}
+
+/// CPU ticks of `root` and all its descendants, per pid.
+fn tree_ticks(root: u32) -> BTreeMap<u32, u64> {
+    let procs: Vec<(u32, u64, u32)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let (ticks, ppid) = proc::parse_pid_cpu(&read(&format!("/proc/{pid}/stat")))?;
+            Some((pid, ticks, ppid))
+        })
+        .collect();
+    let mut tree = BTreeMap::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for &(pid, ticks, ppid) in &procs {
+            if (pid == p || ppid == p) && tree.insert(pid, ticks).is_none() && pid != p {
+                frontier.push(pid);
+            }
+        }
+    }
+    tree
+}
+
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid timespec to write into.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+impl Reading {
+    fn take(devices: &[String], pid_file: Option<&PathBuf>) -> Self {
+        let all = proc::parse_diskstats(&read("/proc/diskstats"));
+        let server = pid_file.map(|f| {
+            let pid = read(&f.display().to_string()).lines().next().and_then(|l| l.trim().parse().ok());
+            pid.map(tree_ticks).unwrap_or_default()
+        });
+        Reading {
+            at: Instant::now(),
+            stat: proc::parse_stat(&read("/proc/stat")),
+            psi: ["cpu", "io", "memory"].map(|k| proc::parse_psi(&read(&format!("/proc/pressure/{k}")))),
+            disks: devices.iter().filter_map(|d| Some((d.clone(), *all.get(d)?))).collect(),
+            own_ticks: proc::parse_pid_cpu(&read("/proc/self/stat")).map_or(0, |(t, _)| t),
+            server_ticks: server,
+        }
+    }
+
+    fn since(&self, prev: &Reading, begun: Instant, own_extra: Duration) -> Sample {
+        let secs = self.at.duration_since(prev.at).as_secs_f64().max(1e-3);
+        let hz = ticks_per_s();
+        let (a, b) = (&prev.stat, &self.stat);
+        let total = b.total().saturating_sub(a.total()).max(1) as f64;
+        let pct = |x: u64, y: u64| 100.0 * y.saturating_sub(x) as f64 / total;
+        let psi = |i: usize, full: bool| {
+            let (x, y) = if full { (prev.psi[i].1, self.psi[i].1) } else { (prev.psi[i].0, self.psi[i].0) };
+            100.0 * y.saturating_sub(x) as f64 / 1e6 / secs
+        };
+        let meminfo = read("/proc/meminfo");
+        let mem = proc::parse_meminfo(&meminfo);
+        // Processes present at both readings count their growth; new ones all their time.
+        let server = self.server_ticks.as_ref().map(|now| {
+            let before = prev.server_ticks.clone().unwrap_or_default();
+            let ticks: u64 = now.iter().map(|(p, t)| t.saturating_sub(before.get(p).copied().unwrap_or(0))).sum();
+            100.0 * ticks as f64 / hz / secs
+        });
+        let own = self.own_ticks.saturating_sub(prev.own_ticks) as f64 / hz - own_extra.as_secs_f64();
+        Sample {
+            t_s: self.at.duration_since(begun).as_secs_f64(),
+            cpu_busy_pct: 100.0 * b.busy().saturating_sub(a.busy()) as f64 / total,
+            cpu_user_pct: pct(a.user + a.nice, b.user + b.nice),
+            cpu_system_pct: pct(a.system + a.irq + a.softirq, b.system + b.irq + b.softirq),
+            cpu_iowait_pct: pct(a.iowait, b.iowait),
+            cpu_steal_pct: pct(a.steal, b.steal),
+            ctxt_per_s: b.ctxt.saturating_sub(a.ctxt) as f64 / secs,
+            mem_available_mb: mem.get("MemAvailable").copied().unwrap_or(0.0),
+            dirty_mb: mem.get("Dirty").copied().unwrap_or(0.0),
+            psi_cpu_some_pct: psi(0, false),
+            psi_io_some_pct: psi(1, false),
+            psi_io_full_pct: psi(1, true),
+            psi_memory_some_pct: psi(2, false),
+            dbvs_cpu_pct: (100.0 * own / secs).max(0.0),
+            server_cpu_pct: server,
+            disks: self
+                .disks
+                .iter()
+                .filter_map(|(d, c)| Some((d.clone(), proc::disk_rates(prev.disks.get(d)?, c, secs))))
+                .collect(),
+            watts: None,
+        }
+    }
+}
+
+/// The mean of each field over `samples` (None when empty).
+pub fn average(samples: &[&Sample]) -> Option<Sample> {
+    let n = samples.len() as f64;
+    if samples.is_empty() {
+        return None;
+    }
+    let avg = |f: fn(&Sample) -> f64| samples.iter().map(|s| f(s)).sum::<f64>() / n;
+    let avg_opt = |f: fn(&Sample) -> Option<f64>| {
+        let v: Vec<f64> = samples.iter().filter_map(|s| f(s)).collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    let mut disks: BTreeMap<String, DiskRates> = BTreeMap::new();
+    for s in samples {
+        for (d, r) in &s.disks {
+            let e = disks.entry(d.clone()).or_default();
+            e.reads_s += r.reads_s / n;
+            e.writes_s += r.writes_s / n;
+            e.tps += r.tps / n;
+            e.read_mb_s += r.read_mb_s / n;
+            e.write_mb_s += r.write_mb_s / n;
+            e.await_ms += r.await_ms / n;
+            e.util_pct += r.util_pct / n;
+        }
+    }
+    Some(Sample {
+        t_s: samples.last().map_or(0.0, |l| l.t_s) - samples.first().map_or(0.0, |f| f.t_s),
+        cpu_busy_pct: avg(|s| s.cpu_busy_pct),
+        cpu_user_pct: avg(|s| s.cpu_user_pct),
+        cpu_system_pct: avg(|s| s.cpu_system_pct),
+        cpu_iowait_pct: avg(|s| s.cpu_iowait_pct),
+        cpu_steal_pct: avg(|s| s.cpu_steal_pct),
+        ctxt_per_s: avg(|s| s.ctxt_per_s),
+        mem_available_mb: avg(|s| s.mem_available_mb),
+        dirty_mb: avg(|s| s.dirty_mb),
+        psi_cpu_some_pct: avg(|s| s.psi_cpu_some_pct),
+        psi_io_some_pct: avg(|s| s.psi_io_some_pct),
+        psi_io_full_pct: avg(|s| s.psi_io_full_pct),
+        psi_memory_some_pct: avg(|s| s.psi_memory_some_pct),
+        dbvs_cpu_pct: avg(|s| s.dbvs_cpu_pct),
+        server_cpu_pct: avg_opt(|s| s.server_cpu_pct),
+        disks,
+        watts: avg_opt(|s| s.watts),
+    })
+}
+
+/// A running sampler; [`Sampler::finish`] stops it and summarizes.
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<(Vec<Sample>, Duration)>>,
+    begun: Instant,
+    window: Arc<Mutex<(Option<f64>, Option<f64>)>>,
+    report: Telemetry,
+    peak_minutes: f64,
+}
+
+impl Sampler {
+    /// Reads idle power (when there is a source), then starts sampling.
+    pub fn start(opts: Options) -> Result<Self> {
+        let mut source = power::Source::open(&opts.power)?;
+        let (layers, devs) = devices::devices(&opts.dirs);
+        let mut report = Telemetry {
+            interval_s: opts.interval.as_secs_f64(),
+            layers,
+            devices: devs.clone(),
+            server_cpu: if opts.server_pid_file.is_some() {
+                "managed server processes".into()
+            } else {
+                opts.server_note.into()
+            },
+            peak_tail_minutes: opts.peak_minutes,
+            ..Default::default()
+        };
+        report.power.source = source.as_ref().map_or("unavailable".into(), power::Source::name);
+        if let Some(s) = source.as_mut().filter(|_| !opts.idle.is_zero()) {
+            let t = Instant::now();
+            let mut watts = Vec::new();
+            s.read()?;
+            while t.elapsed() < opts.idle {
+                std::thread::sleep(opts.interval.min(opts.idle));
+                watts.extend(s.read()?);
+            }
+            report.power.idle_w = (!watts.is_empty()).then(|| watts.iter().sum::<f64>() / watts.len() as f64);
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let begun = Instant::now();
+        let (flag, interval, pid_file) = (stop.clone(), opts.interval, opts.server_pid_file.clone());
+        let thread = std::thread::Builder::new().name("telemetry".into()).spawn(move || {
+            let mut samples = Vec::new();
+            let mut prev = Reading::take(&devs, pid_file.as_ref());
+            let mut own_cpu = thread_cpu();
+            loop {
+                let next = prev.at + interval;
+                while Instant::now() < next && !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(20).min(next.saturating_duration_since(Instant::now())));
+                }
+                let done = flag.load(Ordering::Relaxed);
+                if done && prev.at.elapsed() < interval / 5 {
+                    break;
+                }
+                let cur = Reading::take(&devs, pid_file.as_ref());
+                let watts = source.as_mut().and_then(|s| s.read().ok().flatten());
+                // The sampler's own CPU is left out of dbvs's figure and reported apart.
+                let spent = thread_cpu();
+                let mut sample = cur.since(&prev, begun, spent.saturating_sub(own_cpu));
+                own_cpu = spent;
+                sample.watts = watts;
+                samples.push(sample);
+                prev = cur;
+                if done {
+                    break;
+                }
+            }
+            (samples, thread_cpu())
+        })?;
+        Ok(Sampler {
+            stop,
+            thread: Some(thread),
+            begun,
+            window: Arc::default(),
+            report,
+            peak_minutes: opts.peak_minutes,
+        })
+    }
+
+    pub fn window_start(&self) {
+        self.window.lock().unwrap_or_else(|p| p.into_inner()).0 = Some(self.begun.elapsed().as_secs_f64());
+    }
+
+    pub fn window_end(&self) {
+        self.window.lock().unwrap_or_else(|p| p.into_inner()).1 = Some(self.begun.elapsed().as_secs_f64());
+    }
+
+    /// Stops sampling and summarizes; `headline` (value, unit) gives perf per watt.
+    pub fn finish(mut self, headline: Option<(f64, &str)>) -> Telemetry {
+        self.stop.store(true, Ordering::Relaxed);
+        let (samples, cpu) = self.thread.take().and_then(|t| t.join().ok()).unwrap_or_default();
+        let wall = self.begun.elapsed().as_secs_f64().max(1e-3);
+        let (start, end) = *self.window.lock().unwrap_or_else(|p| p.into_inner());
+        let (start, end) = (start.unwrap_or(0.0), end.unwrap_or(wall));
+        // A sample belongs to the window when its interval's middle falls inside it.
+        let interval = self.report.interval_s;
+        let within = |from: f64| -> Vec<&Sample> {
+            samples.iter().filter(|s| (from..=end + 1e-9).contains(&(s.t_s - interval / 2.0))).collect()
+        };
+        let mut r = std::mem::take(&mut self.report);
+        r.window = average(&within(start));
+        r.peak_tail = average(&within(start.max(end - 60.0 * self.peak_minutes)));
+        r.power.window_w = r.window.as_ref().and_then(|w| w.watts);
+        if let (Some((value, unit)), Some(w)) = (headline, r.power.window_w.filter(|w| *w > 0.0)) {
+            r.power.per_watt = Some(value / w);
+            r.power.per_watt_unit = Some(format!("{unit}/W"));
+        }
+        r.sampler_cpu_pct = 100.0 * cpu.as_secs_f64() / wall;
+        r.samples = samples;
+        r
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn averages_cover_each_field_and_device() {
+        let a = Sample { t_s: 1.0, cpu_busy_pct: 10.0, watts: Some(100.0), ..Default::default() };
+        let mut b = Sample { t_s: 2.0, cpu_busy_pct: 30.0, ..Default::default() };
+        b.disks.insert("vda".into(), DiskRates { tps: 8.0, ..Default::default() });
+        let m = average(&[&a, &b]).unwrap();
+        assert_eq!((m.cpu_busy_pct, m.watts, m.t_s), (20.0, Some(100.0), 1.0));
+        assert_eq!(m.disks["vda"].tps, 4.0);
+        assert!(average(&[]).is_none());
+    }
+
+    #[test]
+    fn the_sampler_sees_this_process_burn_cpu_and_a_command_meter() {
+        let s = Sampler::start(Options {
+            interval: Duration::from_millis(200),
+            power: power::PowerSpec::Command("echo 50".into()),
+            idle: Duration::from_millis(200),
+            dirs: vec![std::env::temp_dir()],
+            server_pid_file: None,
+            server_note: "embedded",
+            peak_minutes: 10.0,
+        })
+        .unwrap();
+        s.window_start();
+        let t = Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < Duration::from_millis(900) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        s.window_end();
+        let r = s.finish(Some((600.0, "opm")));
+        let w = r.window.unwrap();
+        assert!(r.samples.len() >= 4, "{}", r.samples.len());
+        assert!(w.dbvs_cpu_pct > 50.0 && w.cpu_busy_pct > 20.0, "{w:?}");
+        assert_eq!((r.power.idle_w, r.power.window_w, r.power.per_watt), (Some(50.0), Some(50.0), Some(12.0)));
+        assert!(r.sampler_cpu_pct < 50.0);
+    }
+}
