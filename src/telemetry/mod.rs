@@ -119,11 +119,11 @@ fn tree_ticks(root: u32) -> BTreeMap<u32, u64> {
             Some((pid, ticks, ppid))
         })
         .collect();
-    let mut tree = BTreeMap::new();
+    let mut tree: BTreeMap<u32, u64> = procs.iter().filter(|p| p.0 == root).map(|p| (p.0, p.1)).collect();
     let mut frontier = vec![root];
-    while let Some(p) = frontier.pop() {
+    while let Some(parent) = frontier.pop() {
         for &(pid, ticks, ppid) in &procs {
-            if (pid == p || ppid == p) && tree.insert(pid, ticks).is_none() && pid != p {
+            if ppid == parent && tree.insert(pid, ticks).is_none() {
                 frontier.push(pid);
             }
         }
