@@ -44,6 +44,9 @@ pub struct RunRecord {
     /// What the machine did during the run (CPU, disks, memory, pressure, power).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<crate::telemetry::Telemetry>,
+    /// What a study variant's cgroup limits did during the run (throttling, peaks, I/O).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limits: Option<serde_json::Value>,
 }
 
 impl RunRecord {
@@ -75,6 +78,7 @@ impl RunRecord {
             totals: run.from_start,
             checks,
             telemetry: None,
+            limits: None,
         }
     }
 }

@@ -137,6 +137,8 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
             .progress_chars("=> "),
     );
     let db = copy.as_ref();
+    let groups = crate::variants::cgroup::handed_down();
+    let limits_before = crate::variants::cgroup::Usage::read(&groups);
     let watch = target.watch();
     let sampler = crate::telemetry::Sampler::start(crate::telemetry::Options {
         interval: args.sample_interval,
@@ -199,6 +201,11 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
     let throughput = ["opm", "tps", "nopm"].contains(&headline).then(|| record.metrics[headline].as_f64()).flatten();
     let unit = headline.to_uppercase();
     record.telemetry = Some(sampler.finish(throughput.map(|v| (v, unit.as_str()))));
+    if !groups.is_empty() {
+        let used = crate::variants::cgroup::Usage::read(&groups).since(&limits_before);
+        let applied_to = if crate::variants::cgroup::for_server() { "server processes" } else { "the run process" };
+        record.limits = Some(serde_json::json!({ "applied_to": applied_to, "usage": used }));
+    }
     eprintln!("{final_line}");
     summary::print(&record, workload.headline());
 

@@ -45,6 +45,15 @@ pub fn print(r: &RunRecord, headline: &str) {
     if let Some(t) = &r.telemetry {
         telemetry(t);
     }
+    if let Some(l) = &r.limits {
+        if let Ok(u) = serde_json::from_value::<crate::variants::cgroup::Usage>(l["usage"].clone()) {
+            println!(
+                "limits (cgroup, on {}): {}",
+                l["applied_to"].as_str().unwrap_or("?"),
+                crate::variants::cgroup::describe(&u)
+            );
+        }
+    }
     if let Some(benchmarks) = m["benchmarks"].as_object().filter(|b| b.values().any(|b| b["units"].as_u64() > Some(0)))
     {
         println!("{}", benchmark_table(benchmarks));

@@ -68,6 +68,9 @@ pub struct VariantReport {
     /// The machine during the headline workload's runs, averaged over them.
     #[serde(default)]
     pub telemetry: Option<VariantTelemetry>,
+    /// What the variant's cgroup limits did per run, averaged over those runs.
+    #[serde(default)]
+    pub limits: Option<crate::variants::cgroup::Usage>,
 }
 
 /// Telemetry window averages over a variant's runs (seeds 000 and 001's CPU and disk tables).
@@ -214,6 +217,7 @@ pub(crate) mod sample {
             latency: lat.clone(),
             series: xs.iter().take(2).enumerate().map(|(i, x)| (10.0 * (i + 1) as f64, *x)).collect(),
             telemetry: None,
+            limits: None,
         };
         let mut skipped = v("fscrypt", &[1.0]);
         skipped.status = "skipped".into();

@@ -158,6 +158,7 @@ pub fn machine(r: &StudyReport) -> Table {
                 },
                 p.per_watt
                     .map_or("-".into(), |x| format!("{} {}", number(x), p.per_watt_unit.as_deref().unwrap_or(""))),
+                v.limits.as_ref().map_or("-".into(), crate::variants::cgroup::describe),
             ])
         })
         .collect();
@@ -171,6 +172,7 @@ pub fn machine(r: &StudyReport) -> Table {
         "ctx switches/s",
         "power W",
         "per watt",
+        "cgroup limits, per run",
     ];
     Table { title: "Machine during the runs (window averages)", header: header.map(String::from).to_vec(), rows }
 }

@@ -129,6 +129,7 @@ pub fn run(
         ]);
         cmd.args(["--runs".to_string(), w.repeat.unwrap_or(3).to_string()]);
         cmd.arg("--json").arg(&json).envs(p.env.iter().map(|(k, v)| (k, v)));
+        crate::variants::cgroup::join_on_spawn(&mut cmd, &p.cgroups)?;
         return finish(cmd, log, &json, &log_path);
     }
     if w.name == "fileio" {
@@ -146,6 +147,7 @@ pub fn run(
             cmd.arg("--keep");
         }
         cmd.arg("--json").arg(&json).envs(p.env.iter().map(|(k, v)| (k, v)));
+        crate::variants::cgroup::join_on_spawn(&mut cmd, &p.cgroups)?;
         return finish(cmd, log, &json, &log_path);
     }
     cmd.arg("run").args(db_args(ctx, p, w)).args([
@@ -214,6 +216,12 @@ pub fn run(
     // SQLite's run copy is kept so the scan also sees what a run wrote.
     if w.cold {
         cmd.arg("--cold");
+    }
+    // Limits apply where the engine runs: the run process for SQLite, else the server.
+    if ctx.study.target.engine == "sqlite" {
+        crate::variants::cgroup::join_on_spawn(&mut cmd, &p.cgroups)?;
+    } else if !p.cgroups.is_empty() {
+        cmd.env(crate::variants::cgroup::SCOPE_ENV, "server");
     }
     if keep_for_scan && ctx.study.target.engine == "sqlite" {
         cmd.arg("--keep-db").arg(p.data_dir.join(SCAN_COPY));

@@ -305,6 +305,7 @@ impl StudyFile {
             bail!("a study needs at least two [[variants]]: a baseline (the first) and something to compare");
         }
         for (i, v) in self.variants.iter().enumerate() {
+            v.validate().map_err(|e| anyhow::anyhow!("{}{e}", at(&format!("\"{}\"", v.name))))?;
             if self.variants[..i].iter().any(|w| w.name == v.name) {
                 bail!(
                     "{}variant name '{}' is used twice; names must be unique",

@@ -122,6 +122,24 @@ fn telemetry(records: &[serde_json::Value]) -> Option<crate::report::VariantTele
     })
 }
 
+/// The runs' cgroup evidence, averaged (the core set is the last run's).
+fn limits(records: &[serde_json::Value]) -> Option<crate::variants::cgroup::Usage> {
+    let runs: Vec<crate::variants::cgroup::Usage> =
+        records.iter().filter_map(|r| serde_json::from_value(r["limits"]["usage"].clone()).ok()).collect();
+    let n = runs.len() as f64;
+    let avg = |f: fn(&crate::variants::cgroup::Usage) -> f64| runs.iter().map(f).sum::<f64>() / n;
+    Some(crate::variants::cgroup::Usage {
+        cpu_periods: avg(|u| u.cpu_periods as f64).round() as u64,
+        cpu_throttled_periods: avg(|u| u.cpu_throttled_periods as f64).round() as u64,
+        cpu_throttled_s: avg(|u| u.cpu_throttled_s),
+        memory_peak_mb: avg(|u| u.memory_peak_mb),
+        memory_limit_hits: avg(|u| u.memory_limit_hits as f64).round() as u64,
+        io_read_mb: avg(|u| u.io_read_mb),
+        io_write_mb: avg(|u| u.io_write_mb),
+        cpus_effective: runs.last()?.cpus_effective.clone(),
+    })
+}
+
 /// Median over runs of each latency statistic, per operation.
 fn latency(records: &[serde_json::Value]) -> BTreeMap<String, LatencySummary> {
     let mut out = BTreeMap::new();
@@ -190,6 +208,7 @@ pub(super) fn build(i: Inputs) -> StudyReport {
                 latency: latency(&completed),
                 series: series(&completed),
                 telemetry: telemetry(&completed),
+                limits: limits(&completed),
             }
         })
         .collect();
@@ -201,6 +220,7 @@ pub(super) fn build(i: Inputs) -> StudyReport {
         latency: BTreeMap::new(),
         series: vec![],
         telemetry: None,
+        limits: None,
     }));
     let first = i.active.iter().flat_map(|a| a.records.first()).next();
     let env = first.map(|(_, r)| r["env"].clone()).unwrap_or_default();

@@ -129,6 +129,8 @@ impl ManagedMaria {
         if self.as_root {
             c.arg(format!("--user={SERVER_USER}"));
         }
+        // The server inherits a study variant's resource limits.
+        crate::variants::cgroup::limit_server(&mut c)?;
         // A socket file left by a server that did not shut down cleanly would pass for ready.
         let _ = std::fs::remove_file(socket(data));
         // The server inherits dbvs's environment, AES-NI masking included.

@@ -126,14 +126,11 @@ impl ManagedPg {
         for (k, v) in settings {
             opts += &format!(" -c {k}={v}");
         }
-        let started = pg
-            .command("pg_ctl")
-            .args(["start", "-w", "-t", "60", "-D"])
-            .arg(&pg.data)
-            .arg("-l")
-            .arg(pg.log())
-            .args(["-o", &opts])
-            .output()?;
+        let mut start = pg.command("pg_ctl");
+        start.args(["start", "-w", "-t", "60", "-D"]).arg(&pg.data).arg("-l").arg(pg.log()).args(["-o", &opts]);
+        // The postmaster and every backend inherit a study variant's resource limits.
+        crate::variants::cgroup::limit_server(&mut start)?;
+        let started = start.output()?;
         if !started.status.success() {
             let tail = super::ManagedServer::log_tail(&pg);
             bail!("PostgreSQL did not start (port {} busy, or a bad setting?): {tail}", pg.port);
@@ -164,13 +161,10 @@ impl super::ManagedServer for ManagedPg {
 
     fn restart(&self) -> Result<()> {
         // pg_ctl restart reuses the options the server was started with (postmaster.opts).
-        let out = self
-            .command("pg_ctl")
-            .args(["restart", "-m", "fast", "-w", "-t", "60", "-D"])
-            .arg(&self.data)
-            .arg("-l")
-            .arg(self.log())
-            .output()?;
+        let mut restart = self.command("pg_ctl");
+        restart.args(["restart", "-m", "fast", "-w", "-t", "60", "-D"]).arg(&self.data).arg("-l").arg(self.log());
+        crate::variants::cgroup::limit_server(&mut restart)?;
+        let out = restart.output()?;
         if !out.status.success() {
             bail!("PostgreSQL did not restart: {}", super::ManagedServer::log_tail(self));
         }

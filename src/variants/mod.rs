@@ -5,8 +5,10 @@
 //! guards tear everything down (unmount, lock keys, delete key files) when it is dropped, so
 //! clean-up happens on every exit path: success, error, or Ctrl-C unwinding the study.
 
+pub mod cgroup;
 mod fscrypt;
 mod gocryptfs;
+mod limits;
 mod mariadb_tde;
 mod sqlcipher;
 
@@ -53,6 +55,9 @@ pub enum Kind {
     MariadbTde(mariadb_tde::Settings),
     /// The database in an fscrypt-encrypted directory (kernel AES-256-XTS) on an ext4 loop image.
     Fscrypt(fscrypt::Settings),
+    /// Plain storage on an emulated smaller or slower machine (cgroup CPU, cores, I/O and
+    /// memory limits), optionally on another path.
+    Limits(limits::Settings),
     /// Test-only: plain, plus a fixed busy-wait inside every transaction, to check that
     /// studies detect a known slowdown.
     Delay {
@@ -101,6 +106,8 @@ pub struct Prepared {
     pub backing: Vec<PathBuf>,
     /// Whether data at rest must be ciphertext (the canary must find nothing).
     pub encrypted: bool,
+    /// Control groups the runs (SQLite) or the managed server must join.
+    pub cgroups: Vec<PathBuf>,
     /// Tear-down steps, dropped last-in first-out.
     guards: Vec<Box<dyn Send>>,
 }
@@ -126,6 +133,7 @@ impl Prepared {
             env: vec![],
             run_args: vec![],
             encrypted: false,
+            cgroups: vec![],
             guards: vec![],
         })
     }
@@ -138,6 +146,9 @@ impl VariantConfig {
             Kind::Sqlcipher(s) => ("database (SQLCipher page encryption)", sqlcipher::CIPHER, Some(256), s.describe()),
             Kind::Gocryptfs {} => ("file system (gocryptfs, FUSE)", gocryptfs::CIPHER, Some(256), BTreeMap::new()),
             Kind::Fscrypt(s) => ("file system (fscrypt, kernel)", fscrypt::CIPHER, Some(512), s.describe()),
+            Kind::Limits(s) => {
+                ("none (cgroup limits: an emulated smaller or slower machine)", "none", None, s.describe())
+            }
             Kind::MariadbTde(s) => {
                 ("database (MariaDB data-at-rest encryption)", mariadb_tde::CIPHER, Some(256), s.describe())
             }
@@ -158,6 +169,14 @@ impl VariantConfig {
         }
     }
 
+    /// Checks the variant's own settings, before anything runs.
+    pub fn validate(&self) -> Result<()> {
+        match &self.kind {
+            Kind::Limits(s) => s.validate().map_err(|e| anyhow::anyhow!("variant '{}': {e}", self.name)),
+            _ => Ok(()),
+        }
+    }
+
     /// Checks that this host and engine can run the variant; the error names what to install.
     pub fn preflight(&self, engine: &str) -> Result<()> {
         match (&self.kind, engine) {
@@ -175,6 +194,7 @@ impl VariantConfig {
             Kind::Fscrypt(_) => fscrypt::preflight(),
             Kind::Sqlcipher(s) => s.preflight(),
             Kind::MariadbTde(_) => mariadb_tde::preflight(),
+            Kind::Limits(s) => s.preflight(),
             Kind::Plain {} | Kind::Delay { .. } => Ok(()),
         }
     }
@@ -193,6 +213,7 @@ impl VariantConfig {
             Kind::Gocryptfs {} => gocryptfs::setup(dir, &gocryptfs_env)?,
             Kind::Fscrypt(s) => s.setup(dir)?,
             Kind::MariadbTde(s) => s.setup(dir)?,
+            Kind::Limits(s) => s.setup(dir, &self.name)?,
         };
         if !self.aesni {
             p.env.extend(aesni_off_env());

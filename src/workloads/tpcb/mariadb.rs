@@ -36,7 +36,8 @@ pub fn load(c: &mut Conn, scale: i64, progress: &ProgressBar) -> Result<u64> {
         }
         Ok(())
     };
-    insert("pgbench_branches", scale, &|b| format!("({b}, 0, '')"))?;
+    // The branch filler carries the plaintext marker the canary scan looks for.
+    insert("pgbench_branches", scale, &|b| format!("({b}, 0, '{}')", crate::workloads::CANARY))?;
     let teller = |t: i64| format!("({t}, {}, 0, '')", (t - 1) / TELLERS_PER_BRANCH + 1);
     insert("pgbench_tellers", TELLERS_PER_BRANCH * scale, &teller)?;
     let account = |a: i64| format!("({a}, {}, 0, '')", (a - 1) / ACCOUNTS_PER_BRANCH + 1);

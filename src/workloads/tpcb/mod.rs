@@ -20,7 +20,7 @@ use serde_json::json;
 const OPERATIONS: &[&str] = &["transaction"];
 const ACCOUNTS_PER_BRANCH: i64 = 100_000;
 const TELLERS_PER_BRANCH: i64 = 10;
-const FORMAT: &str = "1";
+const FORMAT: &str = "2";
 
 pub struct Tpcb {
     scale: i64,

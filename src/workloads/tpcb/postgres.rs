@@ -44,7 +44,9 @@ pub fn load(c: &mut Client, scale: i64, progress: &ProgressBar) -> Result<u64> {
         w.finish()?;
         Ok(())
     };
-    copy(&mut tx, "pgbench_branches", &mut (1..=scale).map(|b| format!("{b}\t0\t")))?;
+    // The branch filler carries the plaintext marker the canary scan looks for.
+    let canary = crate::workloads::CANARY;
+    copy(&mut tx, "pgbench_branches", &mut (1..=scale).map(|b| format!("{b}\t0\t{canary}")))?;
     copy(
         &mut tx,
         "pgbench_tellers",

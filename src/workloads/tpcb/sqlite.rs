@@ -18,7 +18,8 @@ pub fn load(c: &mut SqliteConnection, scale: i64, progress: &ProgressBar) -> Res
     c.execute_batch(SCHEMA)?;
     let tx = c.transaction()?;
     for b in 1..=scale {
-        tx.execute("INSERT INTO pgbench_branches VALUES (?1, 0, '')", [b])?;
+        // The branch filler carries the plaintext marker the canary scan looks for.
+        tx.execute("INSERT INTO pgbench_branches VALUES (?1, 0, ?2)", (b, crate::workloads::CANARY))?;
     }
     for t in 1..=TELLERS_PER_BRANCH * scale {
         tx.execute("INSERT INTO pgbench_tellers VALUES (?1, ?2, 0, '')", [t, (t - 1) / TELLERS_PER_BRANCH + 1])?;

@@ -1,0 +1,313 @@
+//! Control groups for the hardware-emulation variant ([`super::limits`]): create them,
+//! put processes in them, read what the limits did, remove them.
+//!
+//! cgroup v2 (one tree with cpu.max, cpuset.cpus, io.max, memory.max) is used where the
+//! controllers are on it; on hybrid hosts whose controllers sit on v1 hierarchies, v1's
+//! equivalents are used (cpu.cfs_quota_us, cpuset.cpus, blkio.throttle.*,
+//! memory.limit_in_bytes). Either way a run records the counters that prove the limits
+//! bit: CPU periods throttled, memory peak and limit hits, I/O done.
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+const ROOT: &str = "/sys/fs/cgroup";
+/// The environment variable that hands a run its control groups (directories, `:`-joined).
+pub const ENV: &str = "DBVS_CGROUPS";
+/// Set to `server` when the limits apply to a managed server rather than the run process.
+pub const SCOPE_ENV: &str = "DBVS_CGROUP_SCOPE";
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Version {
+    V1,
+    V2,
+}
+
+/// Which version this host offers for `controllers` (v2 names: cpu, cpuset, io, memory).
+pub fn version(controllers: &[&str]) -> Result<Version> {
+    let v2 = std::fs::read_to_string(format!("{ROOT}/cgroup.controllers")).unwrap_or_default();
+    if controllers.iter().all(|c| v2.split_whitespace().any(|x| x == *c)) && !v2.is_empty() {
+        return Ok(Version::V2);
+    }
+    let missing: Vec<&str> =
+        controllers.iter().filter(|c| !Path::new(ROOT).join(v1_name(c)).is_dir()).copied().collect();
+    if missing.is_empty() {
+        return Ok(Version::V1);
+    }
+    bail!(
+        "the cgroup controllers {} are not available here (needs root and cgroup v2, or v1 hierarchies, with them mounted under {ROOT})",
+        missing.join(", ")
+    )
+}
+
+fn v1_name(controller: &str) -> &str {
+    if controller == "io" {
+        "blkio"
+    } else {
+        controller
+    }
+}
+
+/// A set of control groups (one in v2; one per controller in v1), removed when dropped.
+pub struct Group {
+    pub version: Version,
+    pub dirs: Vec<PathBuf>,
+}
+
+impl Group {
+    /// Creates `name` for `controllers`, sweeping groups that dead dbvs processes left.
+    pub fn create(name: &str, controllers: &[&str]) -> Result<Self> {
+        let version = version(controllers)?;
+        let parents: Vec<PathBuf> = match version {
+            Version::V2 => {
+                let want: String = controllers.iter().map(|c| format!("+{c} ")).collect();
+                std::fs::write(format!("{ROOT}/cgroup.subtree_control"), want.trim()).with_context(|| {
+                    format!("cannot enable the {} controllers for child groups", controllers.join(", "))
+                })?;
+                vec![PathBuf::from(ROOT)]
+            }
+            Version::V1 => controllers.iter().map(|c| Path::new(ROOT).join(v1_name(c))).collect(),
+        };
+        for p in &parents {
+            sweep(p);
+        }
+        let dirs: Vec<PathBuf> =
+            parents.iter().map(|p| p.join(format!("dbvs-{}-{name}", std::process::id()))).collect();
+        let group = Group { version, dirs };
+        for d in &group.dirs {
+            std::fs::create_dir(d).with_context(|| format!("cannot create control group {}", d.display()))?;
+            if d.parent().is_some_and(|p| p.ends_with("cpuset")) || version == Version::V2 {
+                // A v1 cpuset group admits no process until it has cpus and mems.
+                inherit(d, "cpuset.cpus");
+                inherit(d, "cpuset.mems");
+            }
+        }
+        Ok(group)
+    }
+
+    /// The group directory holding `file` (v2: the one group; v1: the controller's).
+    pub fn dir_for(&self, file: &str) -> &Path {
+        let controller = file.split('.').next().unwrap_or("");
+        self.dirs
+            .iter()
+            .find(|d| self.version == Version::V2 || d.parent().is_some_and(|p| p.ends_with(controller)))
+            .unwrap_or(&self.dirs[0])
+    }
+
+    /// Writes a limit and reads it back: the kernel may refuse or round it.
+    pub fn set(&self, file: &str, value: &str) -> Result<String> {
+        let path = self.dir_for(file).join(file);
+        std::fs::write(&path, value).with_context(|| format!("the kernel refused {value:?} for {}", path.display()))?;
+        Ok(std::fs::read_to_string(&path).unwrap_or_default().trim().to_string())
+    }
+
+    pub fn env_value(&self) -> String {
+        self.dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(":")
+    }
+}
+
+/// Copies a cpuset setting from the parent when the child's is empty.
+fn inherit(dir: &Path, file: &str) {
+    let mine = std::fs::read_to_string(dir.join(file)).unwrap_or_default();
+    if mine.trim().is_empty() {
+        if let Some(parent) = dir.parent() {
+            let value = std::fs::read_to_string(parent.join(file)).unwrap_or_default();
+            let _ = std::fs::write(dir.join(file), value.trim());
+        }
+    }
+}
+
+/// Removes groups named after dbvs processes that no longer exist.
+fn sweep(parent: &Path) {
+    for e in std::fs::read_dir(parent).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let pid = name.strip_prefix("dbvs-").and_then(|r| r.split('-').next()).and_then(|p| p.parse::<u32>().ok());
+        if pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists()) {
+            let _ = std::fs::remove_dir(e.path());
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        for d in &self.dirs {
+            // The runs' processes have exited by now; give the kernel a moment to notice.
+            for _ in 0..50 {
+                if std::fs::remove_dir(d).is_ok() || !d.exists() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+/// Makes `cmd`'s process join the groups in `dirs` before it executes, so everything it
+/// starts is limited too.
+pub fn join_on_spawn(cmd: &mut std::process::Command, dirs: &[PathBuf]) -> Result<()> {
+    use std::os::unix::process::CommandExt;
+    let files: Vec<std::fs::File> = dirs
+        .iter()
+        .map(|d| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(d.join("cgroup.procs"))
+                .with_context(|| format!("cannot join control group {}", d.display()))
+        })
+        .collect::<Result<_>>()?;
+    let fds: Vec<i32> = files.iter().map(|f| f.as_raw_fd()).collect();
+    // SAFETY: between fork and exec only write(2) runs, which is async-signal-safe; the
+    // files stay open in the parent (moved into the closure) until the command is dropped.
+    unsafe {
+        cmd.pre_exec(move || {
+            let _keep = &files;
+            for fd in &fds {
+                if libc::write(*fd, b"0\n".as_ptr().cast(), 2) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    Ok(())
+}
+
+/// The groups a study handed this process through [`ENV`].
+pub fn handed_down() -> Vec<PathBuf> {
+    std::env::var(ENV).map(|v| v.split(':').filter(|d| !d.is_empty()).map(PathBuf::from).collect()).unwrap_or_default()
+}
+
+/// Whether the handed-down groups are for the managed server this process starts.
+pub fn for_server() -> bool {
+    std::env::var(SCOPE_ENV).is_ok_and(|s| s == "server")
+}
+
+/// Puts a managed server's start command in the handed-down groups, when they are for it.
+pub fn limit_server(cmd: &mut std::process::Command) -> Result<()> {
+    if for_server() {
+        join_on_spawn(cmd, &handed_down())?;
+    }
+    Ok(())
+}
+
+/// Cumulative counters of a group set.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    pub cpu_periods: u64,
+    pub cpu_throttled_periods: u64,
+    pub cpu_throttled_s: f64,
+    pub memory_peak_mb: f64,
+    pub memory_limit_hits: u64,
+    pub io_read_mb: f64,
+    pub io_write_mb: f64,
+    pub cpus_effective: String,
+}
+
+fn read(dir: &Path, file: &str) -> String {
+    std::fs::read_to_string(dir.join(file)).unwrap_or_default()
+}
+
+fn field(text: &str, key: &str) -> u64 {
+    text.lines().find_map(|l| l.strip_prefix(key)?.trim().parse().ok()).unwrap_or(0)
+}
+
+impl Usage {
+    pub fn read(dirs: &[PathBuf]) -> Usage {
+        let mut u = Usage::default();
+        for d in dirs {
+            let stat = read(d, "cpu.stat");
+            u.cpu_periods += field(&stat, "nr_periods ");
+            u.cpu_throttled_periods += field(&stat, "nr_throttled ");
+            u.cpu_throttled_s +=
+                field(&stat, "throttled_time ") as f64 / 1e9 + field(&stat, "throttled_usec ") as f64 / 1e6;
+            let peak = field(&read(d, "memory.peak"), "") + field(&read(d, "memory.max_usage_in_bytes"), "");
+            u.memory_peak_mb = u.memory_peak_mb.max(peak as f64 / 1e6);
+            u.memory_limit_hits += field(&read(d, "memory.events"), "max ") + field(&read(d, "memory.failcnt"), "");
+            for l in read(d, "io.stat").lines() {
+                let get =
+                    |k: &str| l.split_whitespace().find_map(|f| f.strip_prefix(k)?.parse::<u64>().ok()).unwrap_or(0);
+                u.io_read_mb += get("rbytes=") as f64 / 1e6;
+                u.io_write_mb += get("wbytes=") as f64 / 1e6;
+            }
+            for l in read(d, "blkio.throttle.io_service_bytes").lines() {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                match (f.get(1), f.get(2).and_then(|n| n.parse::<u64>().ok())) {
+                    (Some(&"Read"), Some(n)) => u.io_read_mb += n as f64 / 1e6,
+                    (Some(&"Write"), Some(n)) => u.io_write_mb += n as f64 / 1e6,
+                    _ => {}
+                }
+            }
+            for f in ["cpuset.cpus.effective", "cpuset.effective_cpus"] {
+                let c = read(d, f);
+                if !c.trim().is_empty() {
+                    u.cpus_effective = c.trim().to_string();
+                }
+            }
+        }
+        u
+    }
+
+    /// What happened between two readings (the peak and the cpuset are the later values).
+    pub fn since(&self, before: &Usage) -> Usage {
+        Usage {
+            cpu_periods: self.cpu_periods.saturating_sub(before.cpu_periods),
+            cpu_throttled_periods: self.cpu_throttled_periods.saturating_sub(before.cpu_throttled_periods),
+            cpu_throttled_s: (self.cpu_throttled_s - before.cpu_throttled_s).max(0.0),
+            memory_peak_mb: self.memory_peak_mb,
+            memory_limit_hits: self.memory_limit_hits.saturating_sub(before.memory_limit_hits),
+            io_read_mb: (self.io_read_mb - before.io_read_mb).max(0.0),
+            io_write_mb: (self.io_write_mb - before.io_write_mb).max(0.0),
+            cpus_effective: self.cpus_effective.clone(),
+        }
+    }
+}
+
+/// The evidence in words, e.g. "CPU throttled in 412 of 600 periods (21.3 s)...".
+pub fn describe(u: &Usage) -> String {
+    let mut parts = vec![format!(
+        "CPU throttled in {} of {} periods ({:.1} s)",
+        u.cpu_throttled_periods, u.cpu_periods, u.cpu_throttled_s
+    )];
+    if u.memory_peak_mb > 0.0 {
+        parts.push(format!("memory peak {:.0} MB, {} limit hits", u.memory_peak_mb, u.memory_limit_hits));
+    }
+    parts.push(format!("I/O {:.1} MB read, {:.1} MB written", u.io_read_mb, u.io_write_mb));
+    if !u.cpus_effective.is_empty() {
+        parts.push(format!("cores {}", u.cpus_effective));
+    }
+    parts.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_reads_v1_and_v2_counters() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path();
+        std::fs::write(p.join("cpu.stat"), "nr_periods 10\nnr_throttled 4\nthrottled_time 2000000000\n").unwrap();
+        std::fs::write(p.join("memory.max_usage_in_bytes"), "5000000\n").unwrap();
+        std::fs::write(p.join("memory.failcnt"), "3\n").unwrap();
+        std::fs::write(
+            p.join("blkio.throttle.io_service_bytes"),
+            "254:0 Read 1000000\n254:0 Write 2000000\nTotal 3000000\n",
+        )
+        .unwrap();
+        let u = Usage::read(&[p.to_path_buf()]);
+        assert_eq!((u.cpu_periods, u.cpu_throttled_periods, u.cpu_throttled_s), (10, 4, 2.0));
+        assert_eq!((u.memory_peak_mb, u.memory_limit_hits, u.io_read_mb, u.io_write_mb), (5.0, 3, 1.0, 2.0));
+        let e = tempfile::tempdir().unwrap();
+        std::fs::write(
+            e.path().join("cpu.stat"),
+            "usage_usec 5\nnr_periods 7\nnr_throttled 1\nthrottled_usec 500000\n",
+        )
+        .unwrap();
+        std::fs::write(e.path().join("memory.events"), "low 0\nhigh 0\nmax 2\noom 0\n").unwrap();
+        std::fs::write(e.path().join("io.stat"), "254:0 rbytes=3000000 wbytes=0 rios=3 wios=0\n").unwrap();
+        let v = Usage::read(&[e.path().to_path_buf()]);
+        assert_eq!((v.cpu_throttled_periods, v.cpu_throttled_s, v.memory_limit_hits, v.io_read_mb), (1, 0.5, 2, 3.0));
+        assert_eq!(v.since(&v).cpu_throttled_periods, 0);
+    }
+}
