@@ -1,6 +1,7 @@
 //! dbvs answers "what does this change cost my database?" by running database workloads
 //! against targets and configurations, and reporting what changed with honest statistics.
 
+pub mod capacity;
 pub mod cipher;
 pub mod cli;
 pub mod driver;

@@ -8,7 +8,7 @@ use crate::workloads::{Check, Workload};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-#[derive(Serialize)]
+#[derive(Clone, Serialize)]
 pub struct Env {
     #[serde(flatten)]
     pub host: HostInfo,
@@ -35,6 +35,8 @@ pub struct RunRecord {
     pub env: Env,
     pub metrics: serde_json::Value,
     pub elapsed_s: f64,
+    /// Latency of whole units (a DS2 order cycle, a TPC-B or TPC-C transaction).
+    pub unit_latency: crate::driver::LatencySummary,
     pub driver: DriverUsage,
     pub intervals: Vec<IntervalSample>,
     /// What the run did to the database from its first second, warmup included: the
@@ -47,6 +49,9 @@ pub struct RunRecord {
     /// What a study variant's cgroup limits did during the run (throttling, peaks, I/O).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limits: Option<serde_json::Value>,
+    /// With `--instances N`: one row per instance (the metrics above are their total).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instances: Option<Vec<serde_json::Value>>,
 }
 
 impl RunRecord {
@@ -70,6 +75,7 @@ impl RunRecord {
             params,
             env,
             elapsed_s: run.elapsed_s,
+            unit_latency: run.measured.unit_latency.clone(),
             driver: DriverUsage {
                 process_cpu_pct: run.process_cpu_pct,
                 driver_overhead_pct: run.measured.driver_overhead_pct,
@@ -79,6 +85,7 @@ impl RunRecord {
             checks,
             telemetry: None,
             limits: None,
+            instances: None,
         }
     }
 }

@@ -1,9 +1,11 @@
 //! Command line: argument parsing, and turning errors into one clear line and an exit code.
 
 mod build;
+mod capacity;
 mod check;
 mod cipher;
 mod fileio;
+mod instances;
 mod results;
 mod run;
 mod study;
@@ -40,6 +42,8 @@ enum Command {
     Cipher(cipher::CipherArgs),
     /// Run a study: variants x workload in randomized blocks, with verdicts and reports.
     Study(study::StudyArgs),
+    /// Find how many database instances each configuration holds at an SLA (step up, then bisect).
+    Capacity(capacity::CapacityArgs),
     /// Browse the results store ($DBVS_RESULTS, default ~/.local/share/dbvs/results.db).
     #[command(subcommand)]
     Results(results::ResultsCommand),
@@ -103,10 +107,9 @@ fn parse_server_setting(s: &str) -> Result<(String, String), String> {
 }
 
 impl DbArgs {
-    /// The target and the workload; `cold` when runs start from cold caches.
-    fn open(&self, cold: bool) -> Result<(Box<dyn targets::Target>, Box<dyn Workload>)> {
-        let key = self.key_file.as_deref().map(|f| sqlite::Key::from_file(f, self.key_kind)).transpose()?;
-        let workload = workloads::by_name(
+    /// The workload alone (a multi-instance run makes one per instance).
+    fn workload(&self, cold: bool) -> Result<Box<dyn Workload>> {
+        workloads::by_name(
             &self.workload,
             &WorkloadArgs {
                 size: self.size.clone(),
@@ -117,7 +120,13 @@ impl DbArgs {
                 bignw: self.bignw.clone(),
                 cold,
             },
-        )?;
+        )
+    }
+
+    /// The target and the workload; `cold` when runs start from cold caches.
+    fn open(&self, cold: bool) -> Result<(Box<dyn targets::Target>, Box<dyn Workload>)> {
+        let key = self.key_file.as_deref().map(|f| sqlite::Key::from_file(f, self.key_kind)).transpose()?;
+        let workload = self.workload(cold)?;
         let password = match &self.password_file {
             Some(f) => Some(sqlite::read_secret_file(f)?),
             None => None,
@@ -172,6 +181,7 @@ pub fn main() -> ExitCode {
         Command::Cipher(a) => cipher::main(a),
         Command::Fileio(a) => fileio::main(a),
         Command::Study(a) => study::main(a),
+        Command::Capacity(a) => capacity::main(a),
         Command::Results(c) => results::results(c),
         Command::Report(a) => results::report(a),
         Command::Compare(a) => results::compare(a),

@@ -70,6 +70,11 @@ pub struct RunArgs {
     /// minutes of peak performance").
     #[arg(long, default_value_t = 10.0, value_name = "N")]
     peak_minutes: f64,
+    /// Independent databases run side by side, each a copy of the pristine with its own
+    /// --threads workers, all starting together (seed 000's and 001's client VMs). The record
+    /// gives the total and each instance's figures.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    instances: u32,
     /// Test-only: busy-wait this long in every order (a known slowdown for verdict tests).
     #[arg(long, hide = true, default_value = "0", value_parser = parse_duration)]
     inject_delay: Duration,
@@ -101,15 +106,30 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
     if !(args.peak_minutes > 0.0 && args.peak_minutes.is_finite()) {
         anyhow::bail!("--peak-minutes must be a positive number of minutes, e.g. --peak-minutes 10");
     }
+    if args.instances > 1 && args.keep_db.is_some() {
+        anyhow::bail!("--keep-db keeps one run database; drop it, or run with --instances 1");
+    }
     let json_out = args.json.as_deref().map(create_output).transpose()?;
     let (target, workload) = args.db.open(args.cold)?;
+    let headline = workload.headline();
+    let throughput = ["opm", "tps", "nopm"].contains(&headline);
+    if args.instances > 1 && !throughput {
+        anyhow::bail!(
+            "--instances runs throughput workloads side by side (ds2, tpcb, tpcc); {} is a suite of timed statements",
+            workload.name()
+        );
+    }
     let meta = ensure_built(target.as_ref(), workload.as_ref())?;
     let env = Env {
         host: crate::host::collect(),
         engine_versions: target.versions()?,
         dbvs_version: env!("CARGO_PKG_VERSION"),
     };
-    let copy = target.fresh_copy()?;
+    // One database and one workload (with its own statistics) per instance.
+    let mut instances = vec![(workload, target.fresh_copy()?)];
+    for _ in 1..args.instances {
+        instances.push((args.db.workload(args.cold)?, target.fresh_copy()?));
+    }
     if args.cold {
         crate::targets::drop_caches()?;
     }
@@ -128,7 +148,7 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
         seed: args.db.seed,
         injected_delay: args.inject_delay,
     };
-    workload.adjust_pacing(&mut pacing);
+    instances[0].0.adjust_pacing(&mut pacing);
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let bar = ProgressBar::with_draw_target(Some(pacing.warmup.as_secs()), ProgressDrawTarget::stderr());
     bar.set_style(
@@ -136,7 +156,6 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
             .expect("valid template")
             .progress_chars("=> "),
     );
-    let db = copy.as_ref();
     let groups = crate::variants::cgroup::handed_down();
     let limits_before = crate::variants::cgroup::Usage::read(&groups);
     let watch = target.watch();
@@ -149,65 +168,57 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
         server_note: watch.note,
         peak_minutes: args.peak_minutes,
     })?;
-    // The workload's window counter (TPC-C's sum of next order ids), read over a connection
-    // of its own at both ends of the measured window, as HammerDB's monitor does.
-    let mut counter = Counter { start: None, end: None, error: None };
-    let result =
-        driver::run(&pacing, workload.operations(), &|i| workload.worker(db, &meta, i), &mut |event| match event {
-            Event::Tick { done, of, warmup } => {
-                bar.set_prefix(match (warmup, pacing.iterations) {
-                    (true, _) => "warmup s",
-                    (false, None) => "measure s",
-                    (false, Some(_)) => "units",
-                });
-                bar.set_length(of);
-                bar.set_position(done.min(of));
-            }
-            Event::Interval { sample, warmup } => {
-                bar.set_message(format!("{:.0}/min", sample.per_min));
-                let prefix = if warmup { "warmup " } else { "" };
-                bar.suspend(|| eprintln!("{prefix}{}", workload.interval_line(sample)));
-            }
-            Event::WindowStart { after_warmup } => {
-                if after_warmup {
-                    bar.suspend(|| eprintln!("Stats reset"));
-                }
-                sampler.window_start();
-                counter.start = counter.read(workload.as_ref(), db);
-            }
-            Event::WindowEnd => {
-                sampler.window_end();
-                counter.end = counter.read(workload.as_ref(), db);
-            }
-        });
-    bar.finish_and_clear();
-    let mut result = result;
-    result.window_counter = counter.start.zip(counter.end).map(|(a, b)| b - a);
-    if let (RunStatus::Completed, Some(e)) = (&result.status, counter.error) {
-        result.status = RunStatus::Failed(format!("could not read the workload's counter in the database: {e}"));
-    }
-    if let (driver::RunStatus::Failed(cause), Some(d)) = (&mut result.status, target.diagnostics()) {
-        cause.push_str(&format!(" ({d})"));
-    }
-
-    // A run whose database is gone (a dead server) is still recorded, with the reason.
-    let checks = workload.check(db, &meta, Some(&result.from_start)).unwrap_or_else(|e| {
-        vec![crate::workloads::Check { name: "post-run checks could run", ok: false, detail: format!("{e:#}") }]
+    // Every instance starts together (seed 000's clients started at once); the first
+    // drives the progress bar.
+    let start = std::sync::Barrier::new(instances.len());
+    let results: Vec<driver::RunResult> = std::thread::scope(|s| {
+        let handles: Vec<_> = instances
+            .iter()
+            .enumerate()
+            .map(|(i, (w, copy))| {
+                let (meta, pacing, sampler, bar, start) = (&meta, &pacing, &sampler, &bar, &start);
+                s.spawn(move || {
+                    start.wait();
+                    measure(w.as_ref(), copy.as_ref(), meta, pacing, sampler, (i == 0).then_some(bar))
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
     });
-    let final_line = workload.final_line(&result);
-    let mut record = RunRecord::new(workload.as_ref(), target.info(), &pacing, env, started_at, result, checks);
+    bar.finish_and_clear();
+
+    let mut records = Vec::new();
+    for (((w, copy), mut result), i) in instances.iter().zip(results).zip(0..) {
+        if let (driver::RunStatus::Failed(cause), Some(d)) = (&mut result.status, target.diagnostics()) {
+            cause.push_str(&format!(" ({d})"));
+        }
+        // A run whose database is gone (a dead server) is still recorded, with the reason.
+        let checks = w.check(copy.as_ref(), &meta, Some(&result.from_start)).unwrap_or_else(|e| {
+            vec![crate::workloads::Check { name: "post-run checks could run", ok: false, detail: format!("{e:#}") }]
+        });
+        let prefix = if instances.len() > 1 { format!("instance {}: ", i + 1) } else { String::new() };
+        eprintln!("{prefix}{}", w.final_line(&result));
+        records.push(RunRecord::new(
+            w.as_ref(),
+            target.info(),
+            &pacing,
+            env.clone(),
+            started_at.clone(),
+            result,
+            checks,
+        ));
+    }
+    let mut record = super::instances::combine(records, headline);
     // Work per watt only for throughputs (OPM/W, TPS/W); a suite time per watt means nothing.
-    let headline = workload.headline();
-    let throughput = ["opm", "tps", "nopm"].contains(&headline).then(|| record.metrics[headline].as_f64()).flatten();
     let unit = headline.to_uppercase();
-    record.telemetry = Some(sampler.finish(throughput.map(|v| (v, unit.as_str()))));
+    let total = throughput.then(|| record.metrics[headline].as_f64()).flatten();
+    record.telemetry = Some(sampler.finish(total.map(|v| (v, unit.as_str()))));
     if !groups.is_empty() {
         let used = crate::variants::cgroup::Usage::read(&groups).since(&limits_before);
         let applied_to = if crate::variants::cgroup::for_server() { "server processes" } else { "the run process" };
         record.limits = Some(serde_json::json!({ "applied_to": applied_to, "usage": used }));
     }
-    eprintln!("{final_line}");
-    summary::print(&record, workload.headline());
+    summary::print(&record, headline);
 
     if let (Some(mut f), Some(path)) = (json_out, &args.json) {
         serde_json::to_writer_pretty(&mut f, &record)?;
@@ -216,10 +227,11 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
     }
     if !args.no_store {
         let mut store = crate::store::Store::open(&crate::store::default_path())?;
-        let id = store.add_run(None, &serde_json::to_value(&record)?, workload.headline())?;
+        let id = store.add_run(None, &serde_json::to_value(&record)?, headline)?;
         eprintln!("stored as run {id} in {}", store.path.display());
     }
     if let Some(dest) = &args.keep_db {
+        let (_, copy) = instances.pop().expect("one instance");
         copy.keep(dest)?;
         eprintln!("run database kept as {dest}");
     }
@@ -238,6 +250,57 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
             ExitCode::FAILURE
         }
     })
+}
+
+/// Drives one instance's workload on its database: the driver, the window counter read
+/// over its own connection at both ends of the window (as HammerDB's monitor reads TPC-C's
+/// next order ids), and the telemetry window marks.
+fn measure(
+    workload: &dyn crate::workloads::Workload,
+    db: &dyn crate::targets::Database,
+    meta: &crate::targets::BuildMeta,
+    pacing: &Pacing,
+    sampler: &crate::telemetry::Sampler,
+    bar: Option<&ProgressBar>,
+) -> driver::RunResult {
+    let mut counter = Counter { start: None, end: None, error: None };
+    let mut result =
+        driver::run(pacing, workload.operations(), &|i| workload.worker(db, meta, i), &mut |event| match event {
+            Event::Tick { done, of, warmup } => {
+                if let Some(bar) = bar {
+                    bar.set_prefix(match (warmup, pacing.iterations) {
+                        (true, _) => "warmup s",
+                        (false, None) => "measure s",
+                        (false, Some(_)) => "units",
+                    });
+                    bar.set_length(of);
+                    bar.set_position(done.min(of));
+                }
+            }
+            Event::Interval { sample, warmup } => {
+                if let Some(bar) = bar {
+                    bar.set_message(format!("{:.0}/min", sample.per_min));
+                    let prefix = if warmup { "warmup " } else { "" };
+                    bar.suspend(|| eprintln!("{prefix}{}", workload.interval_line(sample)));
+                }
+            }
+            Event::WindowStart { after_warmup } => {
+                if let (true, Some(bar)) = (after_warmup, bar) {
+                    bar.suspend(|| eprintln!("Stats reset"));
+                }
+                sampler.window_start();
+                counter.start = counter.read(workload, db);
+            }
+            Event::WindowEnd => {
+                sampler.window_end();
+                counter.end = counter.read(workload, db);
+            }
+        });
+    result.window_counter = counter.start.zip(counter.end).map(|(a, b)| b - a);
+    if let (RunStatus::Completed, Some(e)) = (&result.status, counter.error) {
+        result.status = RunStatus::Failed(format!("could not read the workload's counter in the database: {e}"));
+    }
+    result
 }
 
 /// The workload's database counter at both ends of the window; the first failure is kept

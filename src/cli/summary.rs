@@ -42,6 +42,9 @@ pub fn print(r: &RunRecord, headline: &str) {
         r.driver.process_cpu_pct, r.env.host.cores, r.driver.driver_overhead_pct
     );
 
+    if let Some(rows) = &r.instances {
+        println!("{}", instance_table(rows, headline, m[headline].as_f64().unwrap_or(0.0)));
+    }
     if let Some(t) = &r.telemetry {
         telemetry(t);
     }
@@ -165,4 +168,20 @@ fn telemetry(t: &crate::telemetry::Telemetry) {
         t.interval_s,
         t.sampler_cpu_pct
     );
+}
+
+/// Seeds 000 and 001's per-client table: each instance's headline and unit p95, then the total.
+fn instance_table(rows: &[Value], headline: &str, total: f64) -> Table {
+    let mut t = Table::new();
+    t.set_header(["instance", &headline.to_uppercase(), "unit p95 (ms)", "status"]);
+    for r in rows {
+        t.add_row([
+            r["instance"].to_string(),
+            format!("{:.0}", r[headline].as_f64().unwrap_or(0.0)),
+            format!("{:.2}", r["unit_p95_ms"].as_f64().unwrap_or(0.0)),
+            r["status"].as_str().unwrap_or("").to_string(),
+        ]);
+    }
+    t.add_row(["total".to_string(), format!("{total:.0}"), String::new(), String::new()]);
+    right_aligned(t)
 }

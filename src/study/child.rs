@@ -154,6 +154,8 @@ pub fn run(
         "--no-store".to_string(),
         "--threads".into(),
         w.threads.to_string(),
+        "--instances".into(),
+        w.instances.to_string(),
         "--ramp-rate".into(),
         w.ramp_rate.to_string(),
     ]);

@@ -120,6 +120,10 @@ pub struct WorkloadConfig {
     pub unit_time: Option<Duration>,
     /// bignw: iterations per unit; without it the study calibrates on the baseline.
     pub unit_iterations: Option<u64>,
+    /// Independent databases run side by side, each with `threads` workers (ds2, tpcb,
+    /// tpcc); the measure is their total.
+    #[serde(default = "one")]
+    pub instances: u32,
 }
 
 impl WorkloadConfig {
@@ -224,6 +228,30 @@ fn optional_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>
 }
 
 impl StudyFile {
+    /// A study of one workload, for commands that drive runs like a study does (capacity).
+    pub fn single(
+        name: String,
+        seed: u64,
+        target: TargetConfig,
+        workload: WorkloadConfig,
+        variants: Vec<VariantConfig>,
+        power: String,
+    ) -> Self {
+        StudyFile {
+            name,
+            seed,
+            budget: default_budget(),
+            ci_target: default_ci_target(),
+            blocks: Blocks::default(),
+            target,
+            workload: None,
+            workloads: vec![workload],
+            variants,
+            power,
+            idle_power: default_idle_power(),
+        }
+    }
+
     /// Reads and checks a study file.
     pub fn load(path: &Path) -> Result<(Self, String)> {
         let shown = path.display();
@@ -293,6 +321,9 @@ impl StudyFile {
             }
             if w.threads == 0 {
                 bail!("{}workload.threads must be at least 1", at("threads"));
+            }
+            if w.instances == 0 || (w.instances > 1 && !matches!(w.name.as_str(), "ds2" | "tpcb" | "tpcc")) {
+                bail!("{}workload.instances must be 1, or more for ds2, tpcb and tpcc", at("instances"));
             }
             if w.duration.is_zero() {
                 bail!("{}workload.duration must be longer than 0", at("duration"));

@@ -9,7 +9,7 @@
 //! or the batch suite's latency per statement.
 
 pub mod canary;
-mod child;
+pub(crate) mod child;
 pub mod file;
 pub mod measures;
 mod summary;
@@ -205,7 +205,7 @@ fn run_blocks(study: &StudyFile, text: &str, opts: Options, store: &mut Store, i
     Ok(Outcome { report, out_dir })
 }
 
-fn prepare(ctx: &child::Context, v: &VariantConfig, dir: &Path) -> Result<Prepared> {
+pub(crate) fn prepare(ctx: &child::Context, v: &VariantConfig, dir: &Path) -> Result<Prepared> {
     v.preflight(&ctx.study.target.engine)?;
     std::fs::create_dir_all(dir)?;
     let p = v.setup(dir)?;

@@ -234,10 +234,26 @@ pub(crate) fn orphans(host: &str, db: &str, names: impl IntoIterator<Item = Stri
     names
         .into_iter()
         .filter(|n| {
-            let pid = n.strip_prefix(&run).or_else(|| n.strip_prefix(&building)).and_then(|p| p.parse::<u32>().ok());
+            // `<db>_run_<pid>`, or `<db>_run_<pid>_<k>` for a multi-instance run's k-th copy.
+            let rest = n.strip_prefix(&run).or_else(|| n.strip_prefix(&building));
+            let pid = rest.and_then(|p| p.split('_').next()?.parse::<u32>().ok());
             pid.is_some_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
         })
         .collect()
+}
+
+/// Numbers this process's run copies (0, 1, 2...), so a multi-instance run's copies differ.
+pub(crate) fn next_copy() -> usize {
+    static COPIES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The suffix of a copy's name: none for the first, `<sep><k>` after.
+pub(crate) fn copy_suffix(sep: char) -> String {
+    match next_copy() {
+        0 => String::new(),
+        k => format!("{sep}{k}"),
+    }
 }
 
 /// A database name dbvs can splice into SQL safely.
@@ -349,6 +365,8 @@ mod tests {
             .map(String::from)
         };
         assert_eq!(orphans("127.0.0.1", "ds2", names()), vec!["ds2_run_999999999", "ds2_building_999999999"]);
+        let copies = ["ds2_run_999999999_3".to_string(), format!("ds2_run_{}_2", std::process::id())];
+        assert_eq!(orphans("127.0.0.1", "ds2", copies), vec!["ds2_run_999999999_3"]);
         assert!(orphans("db1.example", "ds2", names()).is_empty());
     }
 

@@ -216,7 +216,14 @@ impl Target for MyTarget {
     }
 
     fn fresh_copy(&self) -> Result<Box<dyn RunCopy>> {
+        let suffix = super::copy_suffix('_');
         if let Some(server) = &self.managed {
+            if !suffix.is_empty() {
+                bail!(
+                    "a managed MariaDB serves one run copy at a time (it copies its whole data directory); \
+                     for several instances use mysql://USER@HOST/DB, PostgreSQL or SQLite"
+                );
+            }
             let pristine = server.data_dir();
             let dir = pristine.with_file_name(format!(
                 "{}.run-{}",
@@ -231,7 +238,7 @@ impl Target for MyTarget {
             return Ok(Box::new(copy));
         }
         self.info.sweep()?;
-        let (from, name) = (&self.info.dbname, format!("{}_run_{}", self.info.dbname, std::process::id()));
+        let (from, name) = (&self.info.dbname, format!("{}_run_{}{suffix}", self.info.dbname, std::process::id()));
         let copy = Copied(self.db(name.clone()));
         let mut stmts = vec![format!("DROP DATABASE IF EXISTS {name}"), format!("CREATE DATABASE {name}")];
         for t in self.info.tables(from)? {

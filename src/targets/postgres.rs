@@ -165,7 +165,7 @@ impl Target for PgTarget {
 
     fn fresh_copy(&self) -> Result<Box<dyn RunCopy>> {
         self.sweep()?;
-        let name = format!("{}_run_{}", self.info.dbname, std::process::id());
+        let name = format!("{}_run_{}{}", self.info.dbname, std::process::id(), super::copy_suffix('_'));
         let copy = Copied(self.db(name.clone()));
         self.info
             .admin(&[

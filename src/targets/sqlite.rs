@@ -217,7 +217,12 @@ impl Target for SqliteTarget {
     }
 
     fn fresh_copy(&self) -> Result<Box<dyn RunCopy>> {
-        let copy = self.sibling("run");
+        let first = self.sibling("run");
+        let copy = first.with_file_name(format!(
+            "{}{}",
+            first.file_name().map_or_else(Default::default, |n| n.to_string_lossy()),
+            super::copy_suffix('-')
+        ));
         let db = self.db(copy, Mode::Run);
         let guard = Copied(db);
         std::fs::copy(&self.path, &guard.0.path).with_context(|| {

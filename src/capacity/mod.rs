@@ -1,0 +1,364 @@
+//! `dbvs capacity`: how many database instances a configuration holds at an SLA (seed 004's
+//! upgrade ladder: "how many DB VMs still average 25,000 OPM").
+//!
+//! Per configuration: run N instances side by side (each its own database and driver
+//! threads, started together), stepping N up 1, 2, 4, ... until one fails, then bisecting
+//! between the last pass and the first fail. Every verdict at an N is confirmed by repeating
+//! the probe (`confirmations`, a tie broken by one more); the search assumes more instances
+//! never make it easier, and reports every probe so a non-monotone curve shows.
+
+pub mod report;
+
+use crate::study::file::{TargetConfig, WorkloadConfig};
+use crate::variants::VariantConfig;
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CapacityFile {
+    pub name: String,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    #[serde(default)]
+    pub target: TargetConfig,
+    /// The workload every instance runs (ds2, tpcb or tpcc), with its threads and duration.
+    pub workload: WorkloadConfig,
+    pub sla: Sla,
+    #[serde(default)]
+    pub search: Search,
+    /// The configurations to compare (variants: `plain`, `limits` for smaller machines...).
+    pub configurations: Vec<VariantConfig>,
+    #[serde(default = "default_power")]
+    pub power: String,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sla {
+    /// The headline (OPM, TPS or NOPM) every instance must reach.
+    pub min_per_instance: f64,
+    /// Optional: every instance's p95 unit latency must stay under this.
+    pub max_p95_ms: Option<f64>,
+    /// Runs per probe; the verdict is their majority (a tie takes one more run).
+    #[serde(default = "default_confirmations")]
+    pub confirmations: u32,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Search {
+    pub max_instances: u32,
+}
+
+impl Default for Search {
+    fn default() -> Self {
+        Self { max_instances: 64 }
+    }
+}
+
+fn default_seed() -> u64 {
+    42
+}
+fn default_power() -> String {
+    "auto".into()
+}
+fn default_confirmations() -> u32 {
+    2
+}
+
+impl CapacityFile {
+    pub fn load(path: &Path) -> Result<(Self, String)> {
+        let shown = path.display();
+        let text =
+            std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read capacity file {shown}: {e}"))?;
+        let file: CapacityFile = toml::from_str(&text).map_err(|e| {
+            let line = e.span().map_or(0, |s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            anyhow::anyhow!("{shown} line {line}: {}", e.message().trim())
+        })?;
+        file.check().map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
+        Ok((file, text))
+    }
+
+    fn check(&self) -> Result<()> {
+        if !matches!(self.workload.name.as_str(), "ds2" | "tpcb" | "tpcc") {
+            bail!("capacity needs a throughput workload (ds2, tpcb or tpcc), not '{}'", self.workload.name);
+        }
+        if self.workload.instances != 1 {
+            bail!("leave workload.instances out: the search chooses the number of instances");
+        }
+        let args = self.workload.args(self.seed)?;
+        crate::workloads::by_name(&self.workload.name, &args)?;
+        if self.sla.min_per_instance.is_nan() || self.sla.min_per_instance <= 0.0 {
+            bail!("sla.min_per_instance must be a positive rate (OPM for ds2, TPS for tpcb, NOPM for tpcc)");
+        }
+        if self.sla.max_p95_ms.is_some_and(|p| p.is_nan() || p <= 0.0) {
+            bail!("sla.max_p95_ms must be a positive number of milliseconds");
+        }
+        if self.sla.confirmations == 0 {
+            bail!("sla.confirmations must be at least 1");
+        }
+        if !(1..=256).contains(&self.search.max_instances) {
+            bail!("search.max_instances must be between 1 and 256");
+        }
+        if self.configurations.is_empty() {
+            bail!("a capacity search needs at least one [[configurations]] entry");
+        }
+        for (i, c) in self.configurations.iter().enumerate() {
+            c.validate()?;
+            if self.configurations[..i].iter().any(|o| o.name == c.name) {
+                bail!("configuration name '{}' is used twice", c.name);
+            }
+        }
+        self.power.parse::<crate::telemetry::power::PowerSpec>().map_err(|e| anyhow::anyhow!("power: {e}"))?;
+        Ok(())
+    }
+}
+
+/// One run at N instances.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Probe {
+    pub instances: u32,
+    pub passed: bool,
+    /// Why it failed: the SLA missed, or the run's own failure.
+    pub reason: Option<String>,
+    pub total: f64,
+    pub per_instance: Vec<f64>,
+    pub p95_max_ms: f64,
+    pub cpu_busy_pct: Option<f64>,
+}
+
+/// The search's result for one configuration.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Outcome {
+    pub configuration: String,
+    /// The most instances that met the SLA (0: not even one).
+    pub max_instances: u32,
+    /// Whether the search stopped at `search.max_instances` while still passing.
+    pub capped: bool,
+    pub total_at_max: Option<f64>,
+    pub per_instance_at_max: Option<f64>,
+    pub cpu_busy_pct_at_max: Option<f64>,
+    pub probes: Vec<Probe>,
+    pub error: Option<String>,
+}
+
+/// Steps 1, 2, 4, ... up to `max`, then bisects: the largest n with `pass(n)`, assuming
+/// passing is monotone. `None` when even 1 fails.
+pub fn search(max: u32, mut pass: impl FnMut(u32) -> Result<bool>) -> Result<Option<u32>> {
+    let (mut lo, mut hi) = (0, None);
+    let mut n = 1;
+    loop {
+        if pass(n)? {
+            lo = n;
+            if n == max {
+                break;
+            }
+            n = (n * 2).min(max);
+        } else {
+            hi = Some(n);
+            break;
+        }
+    }
+    if let Some(mut hi) = hi {
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if pass(mid)? {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+    }
+    Ok((lo > 0).then_some(lo))
+}
+
+/// The majority of `runs` probes, with one more on a tie.
+pub fn confirmed(runs: u32, mut probe: impl FnMut() -> Result<bool>) -> Result<bool> {
+    let (mut yes, mut no) = (0, 0);
+    for _ in 0..runs {
+        if probe()? {
+            yes += 1;
+        } else {
+            no += 1;
+        }
+    }
+    if yes == no {
+        if probe()? {
+            yes += 1;
+        } else {
+            no += 1;
+        }
+    }
+    Ok(yes > no)
+}
+
+/// Judges one multi-instance run record against the SLA.
+pub fn judge(record: &serde_json::Value, headline: &str, sla: &Sla, n: u32) -> Probe {
+    let rows: Vec<&serde_json::Value> = match record["instances"].as_array() {
+        Some(rows) => rows.iter().collect(),
+        None => vec![record],
+    };
+    let per: Vec<f64> =
+        rows.iter().map(|r| r[headline].as_f64().or_else(|| r["metrics"][headline].as_f64()).unwrap_or(0.0)).collect();
+    let p95 = rows
+        .iter()
+        .map(|r| r["unit_p95_ms"].as_f64().or_else(|| r["unit_latency"]["p95_ms"].as_f64()).unwrap_or(0.0))
+        .fold(0.0, f64::max);
+    let status = record["status"].as_str().unwrap_or("failed");
+    let checks_ok = record["checks"].as_array().is_some_and(|c| c.iter().all(|c| c["ok"] == true));
+    let worst = per.iter().copied().fold(f64::INFINITY, f64::min);
+    let reason = if status != "completed" {
+        Some(format!("the run {status}: {}", record["cause"].as_str().unwrap_or("")))
+    } else if !checks_ok {
+        Some("a post-run check failed".into())
+    } else if worst < sla.min_per_instance {
+        Some(format!("an instance reached {worst:.0} < {}", sla.min_per_instance))
+    } else if sla.max_p95_ms.is_some_and(|m| p95 > m) {
+        Some(format!("p95 {p95:.1} ms > {} ms", sla.max_p95_ms.unwrap_or(0.0)))
+    } else {
+        None
+    };
+    Probe {
+        instances: n,
+        passed: reason.is_none(),
+        reason,
+        total: per.iter().sum(),
+        per_instance: per,
+        p95_max_ms: p95,
+        cpu_busy_pct: record["telemetry"]["window"]["cpu_busy_pct"].as_f64(),
+    }
+}
+
+/// Where the capacity search writes.
+pub fn out_dir(file: &CapacityFile, out: Option<PathBuf>) -> PathBuf {
+    out.unwrap_or_else(|| PathBuf::from(format!("results/{}-capacity", file.name)))
+}
+
+/// Runs the search for every configuration; each is set up, searched and torn down in turn.
+pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::CapacityReport> {
+    for sub in ["runs", "logs"] {
+        std::fs::create_dir_all(out.join(sub)).with_context(|| format!("cannot create {}", out.display()))?;
+    }
+    let study = crate::study::file::StudyFile::single(
+        file.name.clone(),
+        file.seed,
+        file.target.clone(),
+        file.workload.clone(),
+        file.configurations.clone(),
+        file.power.clone(),
+    );
+    let exe = std::env::current_exe()?;
+    let ctx = crate::study::child::Context { exe: &exe, study: &study, out };
+    let work = tempfile::Builder::new().prefix(".work-").tempdir_in(out)?;
+    std::fs::set_permissions(work.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+    let headline = crate::study::measures::headline(&file.workload.name);
+    let started = std::time::Instant::now();
+    let mut outcomes = Vec::new();
+    for (i, c) in file.configurations.iter().enumerate() {
+        let mut probes = Vec::new();
+        let result = crate::study::prepare(&ctx, c, &work.path().join(format!("c{i}"))).and_then(|prepared| {
+            let mut attempt = 0;
+            search(file.search.max_instances, |n| {
+                confirmed(file.sla.confirmations, || {
+                    attempt += 1;
+                    let w = WorkloadConfig { instances: n, ..file.workload.clone() };
+                    let tag = format!("n{n:03}-try{attempt}");
+                    let probe = match crate::study::child::run(&ctx, c, &prepared, &w, &tag, false) {
+                        Ok(record) => judge(&record, headline, &file.sla, n),
+                        Err(e) if crate::interrupt::interrupted() => return Err(e),
+                        Err(e) => Probe {
+                            instances: n,
+                            passed: false,
+                            reason: Some(format!("{e:#}")),
+                            total: 0.0,
+                            per_instance: vec![],
+                            p95_max_ms: 0.0,
+                            cpu_busy_pct: None,
+                        },
+                    };
+                    eprintln!(
+                        "{}: {n} instances: {} ({:.0} total{})",
+                        c.name,
+                        if probe.passed { "pass" } else { "FAIL" },
+                        probe.total,
+                        probe.reason.as_ref().map_or(String::new(), |r| format!("; {r}"))
+                    );
+                    let passed = probe.passed;
+                    probes.push(probe);
+                    if crate::interrupt::interrupted() {
+                        return Err(crate::interrupt::Interrupted.into());
+                    }
+                    Ok(passed)
+                })
+            })
+        });
+        if crate::interrupt::interrupted() {
+            return Err(crate::interrupt::Interrupted.into());
+        }
+        outcomes.push(report::outcome(&c.name, result, probes, file.search.max_instances));
+    }
+    Ok(report::CapacityReport {
+        name: file.name.clone(),
+        headline: headline.to_uppercase(),
+        sla: file.sla.clone(),
+        outcomes,
+        wall_s: started.elapsed().as_secs_f64(),
+        file: text.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_search_steps_up_then_bisects() {
+        for truth in [0u32, 1, 2, 3, 5, 12, 64] {
+            let mut tried = vec![];
+            let got = search(64, |n| {
+                tried.push(n);
+                Ok(n <= truth)
+            })
+            .unwrap();
+            assert_eq!(got, (truth > 0).then_some(truth), "truth {truth}, tried {tried:?}");
+            assert!(tried.len() <= 14, "{tried:?}");
+        }
+        let mut tried = vec![];
+        search(10, |n| {
+            tried.push(n);
+            Ok(true)
+        })
+        .unwrap();
+        assert_eq!(tried, [1, 2, 4, 8, 10]);
+    }
+
+    #[test]
+    fn confirmation_takes_the_majority_and_breaks_ties() {
+        let mut results = [true, false, true].into_iter();
+        assert!(confirmed(2, || Ok(results.next().unwrap())).unwrap());
+        let mut results = [false, true, false].into_iter();
+        assert!(!confirmed(2, || Ok(results.next().unwrap())).unwrap());
+        let mut calls = 0;
+        assert!(confirmed(3, || {
+            calls += 1;
+            Ok(true)
+        })
+        .unwrap());
+        assert_eq!(calls, 3);
+    }
+
+    #[test]
+    fn judging_reads_every_instance() {
+        let sla = Sla { min_per_instance: 100.0, max_p95_ms: Some(10.0), confirmations: 1 };
+        let rec = serde_json::json!({"status": "completed", "checks": [{"ok": true}],
+            "instances": [{"opm": 150.0, "unit_p95_ms": 5.0}, {"opm": 90.0, "unit_p95_ms": 4.0}]});
+        let p = judge(&rec, "opm", &sla, 2);
+        assert!(!p.passed && p.reason.unwrap().contains("90"));
+        assert_eq!(p.total, 240.0);
+        let one = serde_json::json!({"status": "completed", "checks": [], "metrics": {"opm": 150.0},
+            "unit_latency": {"p95_ms": 12.0}});
+        assert!(judge(&one, "opm", &sla, 1).reason.unwrap().contains("p95"));
+    }
+}

@@ -1,0 +1,95 @@
+//! Multi-instance runs and the capacity search through the real binary.
+
+mod common;
+use common::*;
+use serde_json::Value;
+
+#[test]
+fn instances_run_side_by_side_and_the_record_has_one_row_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let o = ok(&[
+        "run",
+        "--target",
+        &target(dir.path(), "d.db"),
+        "--size",
+        "1MB",
+        "--instances",
+        "3",
+        "--threads",
+        "1",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0.5s",
+        "--no-store",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rows = r["instances"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    let sum: f64 = rows.iter().map(|i| i["opm"].as_f64().unwrap()).sum();
+    assert!(rows.iter().all(|i| i["opm"].as_f64().unwrap() > 1000.0 && i["checks_ok"] == true), "{rows:?}");
+    assert!((r["metrics"]["opm"].as_f64().unwrap() - sum).abs() < 1e-6);
+    assert_eq!(r["metrics"]["instances"], 3);
+    // Each instance's checks are kept, naming it; each had its own database.
+    assert!(r["checks"].as_array().unwrap().iter().any(|c| c["detail"].as_str().unwrap().starts_with("instance 3: ")));
+    assert!(stdout(&o).contains("total"), "{}", stdout(&o));
+    assert_eq!(files_in(dir.path()), ["d.db", "r.json"], "run copies are removed");
+    let e = stderr(&dbvs(&[
+        "run",
+        "--target",
+        &target(dir.path(), "d.db"),
+        "--size",
+        "1MB",
+        "--instances",
+        "2",
+        "--keep-db",
+        "x",
+    ]));
+    assert!(e.contains("--keep-db keeps one"), "{e}");
+}
+
+#[test]
+fn capacity_finds_fewer_instances_on_a_smaller_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("c.toml");
+    std::fs::write(
+        &f,
+        "name = \"cap\"\n[workload]\nname = \"ds2\"\nsize = \"1MB\"\nthreads = 1\nduration = \"1.5s\"\nwarmup = \"0.3s\"\n\
+         [sla]\nmin_per_instance = 30000\nconfirmations = 1\n[search]\nmax_instances = 4\n\
+         [[configurations]]\nname = \"half-core\"\nkind = \"limits\"\ncpus = 0.5\n\
+         [[configurations]]\nname = \"machine\"\nkind = \"plain\"\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let o = ok(&["capacity", f.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("capacity.json")).unwrap()).unwrap();
+    let max = |i: usize| r["outcomes"][i]["max_instances"].as_u64().unwrap();
+    assert!(max(1) >= 2, "the whole machine holds at least two: {}", r["outcomes"][1]);
+    assert!(max(0) < max(1), "half a core holds fewer: {} vs {}", max(0), max(1));
+    // Step up 1, 2, 4, then bisect: every probe is recorded, and a pass at max means all below passed.
+    let probes = r["outcomes"][1]["probes"].as_array().unwrap();
+    assert_eq!(probes[0]["instances"], 1);
+    assert!(probes.iter().all(|p| p["instances"].as_u64().unwrap() <= 4));
+    let html = std::fs::read_to_string(out.join("capacity.html")).unwrap();
+    assert!(html.contains("<svg") && html.contains("max instances"), "{html}");
+    assert!(stdout(&o).contains("machine") && stdout(&o).contains("instances"), "{}", stdout(&o));
+}
+
+#[test]
+fn a_bad_capacity_file_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("c.toml");
+    for (body, says) in [
+        ("name = \"c\"\n[workload]\nname = \"bignw\"\n[sla]\nmin_per_instance = 1\n[[configurations]]\nname = \"p\"\nkind = \"plain\"\n", "throughput workload"),
+        ("name = \"c\"\n[workload]\nname = \"ds2\"\n[sla]\nmin_per_instance = 0\n[[configurations]]\nname = \"p\"\nkind = \"plain\"\n", "min_per_instance"),
+        ("name = \"c\"\n[workload]\nname = \"ds2\"\n[sla]\nmin_per_instance = 5\n", "configurations"),
+    ] {
+        std::fs::write(&f, body).unwrap();
+        let o = dbvs(&["capacity", f.to_str().unwrap(), "--out", dir.path().join("o").to_str().unwrap()]);
+        let e = stderr(&o);
+        assert!(!o.status.success() && e.contains(says) && e.trim().lines().count() == 1, "{says}: {e}");
+    }
+}
