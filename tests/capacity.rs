@@ -37,18 +37,14 @@ fn instances_run_side_by_side_and_the_record_has_one_row_each() {
     assert!(r["checks"].as_array().unwrap().iter().any(|c| c["detail"].as_str().unwrap().starts_with("instance 3: ")));
     assert!(stdout(&o).contains("total"), "{}", stdout(&o));
     assert_eq!(files_in(dir.path()), ["d.db", "r.json"], "run copies are removed");
-    let e = stderr(&dbvs(&[
-        "run",
-        "--target",
-        &target(dir.path(), "d.db"),
-        "--size",
-        "1MB",
-        "--instances",
-        "2",
-        "--keep-db",
-        "x",
-    ]));
-    assert!(e.contains("--keep-db keeps one"), "{e}");
+    // The first instance's database can be kept (the canary scan of a study reads it).
+    let kept = dir.path().join("kept.db");
+    let t = target(dir.path(), "d.db");
+    let args = ["run", "--target", &t, "--size", "1MB", "--instances", "2", "--duration", "1s", "--warmup", "0s"];
+    let mut args = args.to_vec();
+    args.extend(["--no-store", "--keep-db", kept.to_str().unwrap()]);
+    ok(&args);
+    assert_eq!(files_in(dir.path()), ["d.db", "kept.db", "r.json"]);
 }
 
 #[test]
@@ -92,4 +88,29 @@ fn a_bad_capacity_file_is_one_line() {
         let e = stderr(&o);
         assert!(!o.status.success() && e.contains(says) && e.trim().lines().count() == 1, "{says}: {e}");
     }
+}
+
+#[test]
+fn a_study_with_instances_reports_the_per_instance_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("s.toml");
+    std::fs::write(
+        &f,
+        "name = \"inst\"\nblocks = { min = 2, max = 2 }\n[workload]\nname = \"ds2\"\nsize = \"1MB\"\ninstances = 2\n\
+         duration = \"1s\"\nwarmup = \"0.2s\"\n[[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
+         [[variants]]\nname = \"sqlcipher\"\nkind = \"sqlcipher\"\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    ok(&["study", f.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    for v in r["variants"].as_array().unwrap() {
+        let per = v["per_instance"].as_array().unwrap();
+        assert_eq!(per.len(), 2, "{v}");
+        let total: f64 = per.iter().map(|x| x.as_f64().unwrap()).sum();
+        // The study's measure is each run's total; its mean is the sum of the instance means.
+        assert!((total / v["summary"]["mean"].as_f64().unwrap() - 1.0).abs() < 1e-6, "{v}");
+    }
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("## Per instance (mean over runs)") && md.contains("| instance 2 |"), "{md}");
 }

@@ -46,7 +46,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
     /// Keep the run's database afterwards instead of deleting it, for inspection: a file
-    /// path for SQLite, a database name on a server.
+    /// path for SQLite, a database name on a server (with --instances, the first's).
     #[arg(long, value_name = "NAME")]
     keep_db: Option<String>,
     /// Start cold: flush and drop the OS page cache before the run (needs root), as the seeds
@@ -105,9 +105,6 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
     }
     if !(args.peak_minutes > 0.0 && args.peak_minutes.is_finite()) {
         anyhow::bail!("--peak-minutes must be a positive number of minutes, e.g. --peak-minutes 10");
-    }
-    if args.instances > 1 && args.keep_db.is_some() {
-        anyhow::bail!("--keep-db keeps one run database; drop it, or run with --instances 1");
     }
     let json_out = args.json.as_deref().map(create_output).transpose()?;
     let (target, workload) = args.db.open(args.cold)?;
@@ -231,7 +228,7 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
         eprintln!("stored as run {id} in {}", store.path.display());
     }
     if let Some(dest) = &args.keep_db {
-        let (_, copy) = instances.pop().expect("one instance");
+        let (_, copy) = instances.swap_remove(0);
         copy.keep(dest)?;
         eprintln!("run database kept as {dest}");
     }

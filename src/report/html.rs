@@ -56,6 +56,9 @@ pub fn render(r: &StudyReport) -> Result<String> {
         let _ = writeln!(out, "<div class=\"chart\">{svg}</div>");
     }
     table(&mut out, &tables::per_run(r));
+    if r.variants.iter().any(|v| !v.per_instance.is_empty()) {
+        table(&mut out, &tables::instances(r));
+    }
     let _ = writeln!(out, "<div class=\"chart\">{}</div>", charts::latency(r)?);
     table(&mut out, &tables::latency(r));
     table(&mut out, &tables::machine(r));

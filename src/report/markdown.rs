@@ -30,18 +30,11 @@ pub fn render(r: &StudyReport) -> String {
         100.0 * r.ci_target
     );
     let _ = writeln!(out, "- {} to {}", r.started_at, r.finished_at);
-    for t in [
-        tables::changes(r),
-        tables::means(r),
-        tables::verdicts(r),
-        tables::per_run(r),
-        tables::latency(r),
-        tables::machine(r),
-        tables::disks(r),
-        tables::canary(r),
-        tables::sut(r),
-    ] {
-        table(&mut out, &t);
+    let mut list = vec![tables::changes(r), tables::means(r), tables::verdicts(r), tables::per_run(r)];
+    list.extend(Some(tables::instances(r)).filter(|t| !t.rows.is_empty()));
+    list.extend([tables::latency(r), tables::machine(r), tables::disks(r), tables::canary(r), tables::sut(r)]);
+    for t in &list {
+        table(&mut out, t);
     }
     let _ = write!(out, "\n## Study file\n\n```toml\n{}\n```\n", r.sut.study_file.trim_end());
     out

@@ -71,6 +71,9 @@ pub struct VariantReport {
     /// What the variant's cgroup limits did per run, averaged over those runs.
     #[serde(default)]
     pub limits: Option<crate::variants::cgroup::Usage>,
+    /// With several instances per run: each instance's headline, averaged over the runs.
+    #[serde(default)]
+    pub per_instance: Vec<f64>,
 }
 
 /// Telemetry window averages over a variant's runs (seeds 000 and 001's CPU and disk tables).
@@ -218,6 +221,7 @@ pub(crate) mod sample {
             series: xs.iter().take(2).enumerate().map(|(i, x)| (10.0 * (i + 1) as f64, *x)).collect(),
             telemetry: None,
             limits: None,
+            per_instance: vec![],
         };
         let mut skipped = v("fscrypt", &[1.0]);
         skipped.status = "skipped".into();

@@ -208,6 +208,28 @@ pub fn disks(r: &StudyReport) -> Table {
     Table { title: "Disks under the data (window averages)", header: header.map(String::from).to_vec(), rows }
 }
 
+/// Seeds 000 and 001's per-client table: each instance's headline (mean over runs) per
+/// variant, and the total. Empty when runs had one instance.
+pub fn instances(r: &StudyReport) -> Table {
+    let vs: Vec<_> = r.variants.iter().filter(|v| !v.per_instance.is_empty()).collect();
+    let n = vs.iter().map(|v| v.per_instance.len()).max().unwrap_or(0);
+    let mut rows: Vec<Vec<String>> = (0..n)
+        .map(|i| {
+            let mut row = vec![format!("instance {}", i + 1)];
+            row.extend(vs.iter().map(|v| v.per_instance.get(i).map_or("-".into(), |x| number(*x))));
+            row
+        })
+        .collect();
+    if n > 0 {
+        let mut total = vec!["total".to_string()];
+        total.extend(vs.iter().map(|v| number(v.per_instance.iter().sum())));
+        rows.push(total);
+    }
+    let mut header = vec![r.metric.clone()];
+    header.extend(vs.iter().map(|v| v.info.name.clone()));
+    Table { title: "Per instance (mean over runs)", header, rows }
+}
+
 /// Large values without decimals, small ones with two.
 pub fn number(x: f64) -> String {
     if x.abs() >= 100.0 {

@@ -122,6 +122,24 @@ fn telemetry(records: &[serde_json::Value]) -> Option<crate::report::VariantTele
     })
 }
 
+/// Each instance's headline averaged over multi-instance runs (empty for single-instance runs).
+fn per_instance(records: &[serde_json::Value], pointer: &str) -> Vec<f64> {
+    let key = pointer.rsplit('/').next().unwrap_or("");
+    let mut sums: Vec<(f64, usize)> = Vec::new();
+    for r in records {
+        for (i, row) in r["instances"].as_array().into_iter().flatten().enumerate() {
+            if sums.len() <= i {
+                sums.resize(i + 1, (0.0, 0));
+            }
+            if let Some(v) = row[key].as_f64() {
+                sums[i].0 += v;
+                sums[i].1 += 1;
+            }
+        }
+    }
+    sums.iter().map(|(s, n)| s / (*n).max(1) as f64).collect()
+}
+
 /// The runs' cgroup evidence, averaged (the core set is the last run's).
 fn limits(records: &[serde_json::Value]) -> Option<crate::variants::cgroup::Usage> {
     let runs: Vec<crate::variants::cgroup::Usage> =
@@ -209,6 +227,7 @@ pub(super) fn build(i: Inputs) -> StudyReport {
                 series: series(&completed),
                 telemetry: telemetry(&completed),
                 limits: limits(&completed),
+                per_instance: per_instance(&completed, &headline.measure.pointer),
             }
         })
         .collect();
@@ -221,6 +240,7 @@ pub(super) fn build(i: Inputs) -> StudyReport {
         series: vec![],
         telemetry: None,
         limits: None,
+        per_instance: vec![],
     }));
     let first = i.active.iter().flat_map(|a| a.records.first()).next();
     let env = first.map(|(_, r)| r["env"].clone()).unwrap_or_default();

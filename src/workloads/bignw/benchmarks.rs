@@ -4,7 +4,7 @@
 //! unit to the next.
 
 use super::data::{customer_id, date, Sizes};
-use super::engine::{drain, exec};
+use super::engine::{dialect, drain, exec};
 use super::schema::{self, EMPLOYEE_SALES_BY_COUNTRY};
 use crate::targets::{Connection, Database};
 use crate::workloads::tpcc::Dialect;
@@ -49,6 +49,12 @@ const NEW_LINES: i64 = 3;
 /// Orders removed per iteration of benchmark 9.
 const DELETED: i64 = 10;
 
+/// The first order benchmark 9 deletes: past the oldest twentieth, so a long unit still
+/// finds orders to remove.
+fn first_deleted(sizes: &Sizes) -> i64 {
+    sizes.orders / 20 + 1
+}
+
 /// What one unit did.
 pub struct UnitResult {
     pub took: Duration,
@@ -64,16 +70,8 @@ pub struct UnitResult {
 /// The most iterations a unit of benchmark `b` can do: deletes need orders to remove.
 pub fn max_iterations(b: usize, sizes: &Sizes) -> u64 {
     match b {
-        8 => (sizes.orders / 2 / DELETED).max(1) as u64,
+        8 => ((sizes.orders - first_deleted(sizes)) / DELETED).max(1) as u64,
         _ => 1_000_000,
-    }
-}
-
-fn dialect(conn: &Connection) -> Dialect {
-    match conn {
-        Connection::Sqlite(_) => Dialect::Sqlite,
-        Connection::Postgres(_) => Dialect::Postgres,
-        Connection::MySql(_) => Dialect::MariaDb,
     }
 }
 
@@ -188,7 +186,7 @@ fn new_orders(conn: &mut Connection, sizes: &Sizes, i: u64) -> Result<u64> {
 /// Benchmark 9: each iteration deletes ten orders with their lines, in one transaction.
 /// The rows are saved before the unit and put back after it.
 fn delete_orders(conn: &mut Connection, sizes: &Sizes, iterations: u64) -> Result<(Duration, u64)> {
-    let first = sizes.orders / 4 + 1;
+    let first = first_deleted(sizes);
     let end = first + iterations as i64 * DELETED;
     let range = format!("order_id >= {first} AND order_id < {end}");
     let ddl = |t: &str| match dialect(conn) {

@@ -7,6 +7,16 @@ use anyhow::Result;
 use mysql::prelude::Queryable;
 use postgres::fallible_iterator::FallibleIterator;
 
+/// The SQL dialect of a connection's engine.
+pub fn dialect(conn: &Connection) -> crate::workloads::tpcc::Dialect {
+    use crate::workloads::tpcc::Dialect;
+    match conn {
+        Connection::Sqlite(_) => Dialect::Sqlite,
+        Connection::Postgres(_) => Dialect::Postgres,
+        Connection::MySql(_) => Dialect::MariaDb,
+    }
+}
+
 /// Runs one statement; returns the rows it changed or matched (0 for DDL).
 pub fn exec(conn: &mut Connection, sql: &str) -> Result<u64> {
     Ok(match conn {

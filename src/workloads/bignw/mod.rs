@@ -173,7 +173,7 @@ impl Bignw {
 
     fn load(&self, db: &dyn Database, progress: &ProgressBar) -> Result<()> {
         let mut conn = db.connect()?;
-        let d = dialect(&conn);
+        let d = engine::dialect(&conn);
         for (name, cols) in schema::TABLES {
             engine::exec(&mut conn, &schema::create(name, cols, d))?;
         }
@@ -224,15 +224,6 @@ impl Bignw {
 }
 
 const FREIGHT_TOTAL: &str = "SELECT sum(freight) FROM orders";
-
-fn dialect(conn: &Connection) -> crate::workloads::tpcc::Dialect {
-    use crate::workloads::tpcc::Dialect;
-    match conn {
-        Connection::Sqlite(_) => Dialect::Sqlite,
-        Connection::Postgres(_) => Dialect::Postgres,
-        Connection::MySql(_) => Dialect::MariaDb,
-    }
-}
 
 struct BignwWorker<'a> {
     w: &'a Bignw,
@@ -303,7 +294,7 @@ impl Workload for Bignw {
         let mut conn = db.connect()?;
         // Each run creates the view on its copy: MariaDB cannot move a view between
         // databases, which its builds and copies do with tables.
-        let d = dialect(&conn);
+        let d = engine::dialect(&conn);
         engine::exec(&mut conn, "DROP VIEW IF EXISTS invoices")?;
         engine::exec(&mut conn, &schema::invoices(d))?;
         let mut iterations = [0; 10];
