@@ -67,23 +67,27 @@ fn an_a_a_study_finds_no_significant_difference() {
 
 #[test]
 fn an_injected_slowdown_is_detected_with_a_ci_around_the_true_ratio() {
+    // The truth below assumes an order's own database work costs the same in both variants.
+    // On a shared VM it does not quite: after the longer busy-wait it ran 0.1-0.14 ms slower
+    // (with or without PAUSE in the spin), which moves the ratio by about -0.012. Busy-waits
+    // of 4 and 6 ms dominate the cycle to keep that small, and the checks allow for it.
     let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let f = write_study(
         dir.path(),
         &format!(
             "name = \"slow\"\nblocks = {{ min = 6, max = 6 }}\n{SMALL}\n\
-             [[variants]]\nname = \"base\"\nkind = \"delay\"\nper_transaction = \"1ms\"\n\
-             [[variants]]\nname = \"slower\"\nkind = \"delay\"\nper_transaction = \"2ms\"\n"
+             [[variants]]\nname = \"base\"\nkind = \"delay\"\nper_transaction = \"4ms\"\n\
+             [[variants]]\nname = \"slower\"\nkind = \"delay\"\nper_transaction = \"6ms\"\n"
         ),
     );
     let out = dir.path().join("out");
     ok(&["study", &f, "--out", out.to_str().unwrap()]);
     let r = report(&out);
-    // One thread: an order cycle of the baseline takes 60 / OPM seconds; the variant adds 1 ms.
+    // One thread: an order cycle of the baseline takes 60 / OPM seconds; the variant adds 2 ms.
     let base_opm = r["variants"][0]["summary"]["mean"].as_f64().unwrap();
     let cycle = 60.0 / base_opm;
-    let truth = cycle / (cycle + 0.001);
+    let truth = cycle / (cycle + 0.002);
     let c = &r["comparisons"][0];
     assert_eq!(c["verdict"]["verdict"], "slower", "{c}");
     let (ratio, lo, hi) = (
@@ -91,8 +95,11 @@ fn an_injected_slowdown_is_detected_with_a_ci_around_the_true_ratio() {
         c["estimate"]["ci"][0].as_f64().unwrap(),
         c["estimate"]["ci"][1].as_f64().unwrap(),
     );
-    assert!((ratio - truth).abs() < 0.02, "ratio {ratio} vs true {truth}");
-    assert!(lo - 0.01 <= truth && truth <= hi + 0.01, "CI [{lo}, {hi}] misses the true ratio {truth}");
+    const MODEL_BIAS: f64 = 0.015;
+    assert!(lo - MODEL_BIAS <= truth && truth <= hi + MODEL_BIAS, "CI [{lo}, {hi}] misses the true ratio {truth}");
+    // The point estimate is only as close as the noise allows (CPU steal reached 14% here);
+    // an inverted or mispaired ratio would be off by far more.
+    assert!((ratio - truth).abs() < MODEL_BIAS + (hi - lo).max(0.02), "ratio {ratio} vs true {truth}");
 }
 
 #[test]
