@@ -56,9 +56,9 @@ enum Command {
 /// Which database, which workload, which data.
 #[derive(Args)]
 struct DbArgs {
-    /// Where to run: sqlite:PATH (the pristine database file), postgres://USER@HOST[:PORT]/DB (DB is the
-    /// pristine database; runs use copies; needs CREATEDB), or managed-postgres[:VERSION] (a private
-    /// instance dbvs starts and stops).
+    /// Where to run: sqlite:PATH (the pristine database file), postgres://USER@HOST[:PORT]/DB or
+    /// mysql://USER@HOST[:PORT]/DB (DB is the pristine database; runs use copies; needs CREATEDB or
+    /// CREATE), or managed-postgres[:VERSION] / managed-mariadb (a private instance dbvs starts and stops).
     #[arg(long, value_name = "TARGET")]
     target: String,
     /// The workload.
@@ -82,7 +82,8 @@ struct DbArgs {
     /// SQLCipher setting applied after the key, e.g. cipher_page_size=4096, kdf_iter=1, cipher_use_hmac=OFF (repeatable).
     #[arg(long, value_name = "NAME=VALUE", requires = "key_file")]
     cipher_pragma: Vec<sqlite::CipherPragma>,
-    /// File holding the server password (mode 0600); otherwise PGPASSWORD is used. Never put it in the URL.
+    /// File holding the server password (mode 0600); otherwise PGPASSWORD (PostgreSQL) or MYSQL_PWD
+    /// (MariaDB) is used. Never put it in the URL.
     #[arg(long, value_name = "FILE")]
     password_file: Option<PathBuf>,
     /// Data directory of a managed server [default: /var/lib/dbvs/managed/<engine>-<version> as root, else
