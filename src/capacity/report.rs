@@ -3,6 +3,7 @@
 //! total throughput against instances.
 
 use super::{Outcome, Probe, Sla};
+use crate::report::{html, markdown, tables::Table};
 use anyhow::Result;
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -48,56 +49,105 @@ fn fmt(x: Option<f64>) -> String {
 }
 
 impl CapacityReport {
-    pub fn markdown(&self) -> String {
-        let mut o = format!("# Capacity: {}\n\n", self.name);
-        let _ = writeln!(
-            o,
-            "- SLA: every instance >= {} {}{}; each verdict confirmed over {} runs\n- search took {:.0} s\n",
+    fn sla_line(&self) -> String {
+        format!(
+            "every instance >= {} {}{}; each verdict confirmed over {} runs",
             self.sla.min_per_instance,
             self.headline,
             self.sla.max_p95_ms.map_or(String::new(), |p| format!(", p95 <= {p} ms")),
             self.sla.confirmations,
-            self.wall_s
-        );
-        let _ = writeln!(
-            o,
-            "| configuration | max instances | total {h} | {h} per instance | CPU busy % |\n|---|---|---|---|---|",
-            h = self.headline
-        );
-        for c in &self.outcomes {
-            let max = match (&c.error, c.capped) {
-                (Some(e), _) => format!("error: {e}"),
-                (None, true) => format!("{} (the search's cap)", c.max_instances),
-                (None, false) => c.max_instances.to_string(),
-            };
-            let _ = writeln!(
-                o,
-                "| {} | {max} | {} | {} | {} |",
-                c.configuration,
-                fmt(c.total_at_max),
-                fmt(c.per_instance_at_max),
-                c.cpu_busy_pct_at_max.map_or("-".into(), |v| format!("{v:.1}"))
-            );
+        )
+    }
+
+    /// Seed 004's table: per configuration, the most instances meeting the SLA and what they
+    /// delivered there.
+    pub fn summary(&self) -> Table {
+        let h = &self.headline;
+        let rows = self
+            .outcomes
+            .iter()
+            .map(|c| {
+                let max = match (&c.error, c.capped) {
+                    (Some(e), _) => format!("error: {e}"),
+                    (None, true) => format!("{} (the search's cap)", c.max_instances),
+                    (None, false) => c.max_instances.to_string(),
+                };
+                vec![
+                    c.configuration.clone(),
+                    max,
+                    fmt(c.total_at_max),
+                    fmt(c.per_instance_at_max),
+                    c.cpu_busy_pct_at_max.map_or("-".into(), |v| format!("{v:.1}")),
+                ]
+            })
+            .collect();
+        Table {
+            title: "Capacity per configuration".into(),
+            header: [
+                "configuration",
+                "max instances",
+                &format!("total {h}"),
+                &format!("{h} per instance"),
+                "CPU busy %",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows,
         }
-        let _ = writeln!(o, "\n## Probes\n\n| configuration | instances | verdict | total | per instance | p95 ms | CPU % |\n|---|---|---|---|---|---|---|");
-        for c in &self.outcomes {
-            for p in &c.probes {
+    }
+
+    /// Every probe in search order, with each instance's figure so a near miss is visible.
+    pub fn probes(&self) -> Table {
+        let rows = self
+            .outcomes
+            .iter()
+            .flat_map(|c| c.probes.iter().map(move |p| (c, p)))
+            .map(|(c, p)| {
                 let per: Vec<String> = p.per_instance.iter().map(|v| format!("{v:.0}")).collect();
-                let _ = writeln!(
-                    o,
-                    "| {} | {} | {} | {:.0} | {} | {:.1} | {} |",
-                    c.configuration,
-                    p.instances,
-                    p.reason.as_ref().map_or("pass".into(), |r| format!("fail: {}", r.replace('|', "/"))),
-                    p.total,
+                vec![
+                    c.configuration.clone(),
+                    p.instances.to_string(),
+                    p.reason.as_ref().map_or("pass".into(), |r| format!("fail: {r}")),
+                    format!("{:.0}", p.total),
                     per.join(", "),
-                    p.p95_max_ms,
-                    p.cpu_busy_pct.map_or("-".into(), |v| format!("{v:.1}"))
-                );
-            }
+                    format!("{:.1}", p.p95_max_ms),
+                    p.cpu_busy_pct.map_or("-".into(), |v| format!("{v:.1}")),
+                ]
+            })
+            .collect();
+        Table {
+            title: "Probes".into(),
+            header: ["configuration", "instances", "verdict", "total", "per instance", "p95 ms", "CPU %"]
+                .map(String::from)
+                .to_vec(),
+            rows,
+        }
+    }
+
+    pub fn markdown(&self) -> String {
+        let mut o =
+            format!("# Capacity: {}\n\n- SLA: {}\n- search took {:.0} s\n", self.name, self.sla_line(), self.wall_s);
+        for t in [self.summary(), self.probes()] {
+            markdown::table(&mut o, &t);
         }
         let _ = write!(o, "\n## Capacity file\n\n```toml\n{}\n```\n", self.file.trim_end());
         o
+    }
+
+    pub fn html(&self) -> Result<String> {
+        let mut o = html::page(&format!("dbvs capacity: {}", self.name));
+        let _ = writeln!(
+            o,
+            "<h1>Capacity: {}</h1>\n<p>SLA: {}. The search took {:.0} s.</p>",
+            html::esc(&self.name),
+            html::esc(&self.sla_line()),
+            self.wall_s
+        );
+        html::table(&mut o, &self.summary());
+        let _ = writeln!(o, "<div class=\"chart\">{}</div>", self.chart()?);
+        html::table(&mut o, &self.probes());
+        let _ = writeln!(o, "<h2>Capacity file</h2>\n<pre>{}</pre>\n</body></html>", html::esc(&self.file));
+        Ok(o)
     }
 
     /// Total throughput against instances, one line per configuration (mean of its probes).
@@ -107,14 +157,31 @@ impl CapacityReport {
             let root = SVGBackend::with_string(&mut svg, (720, 400)).into_drawing_area();
             root.fill(&WHITE)?;
             let xmax = self.outcomes.iter().flat_map(|c| c.probes.iter().map(|p| p.instances)).max().unwrap_or(1);
-            let ymax = self.outcomes.iter().flat_map(|c| c.probes.iter().map(|p| p.total)).fold(1.0, f64::max);
+            let sla = self.sla.min_per_instance;
+            let ymax = self.outcomes.iter().flat_map(|c| c.probes.iter().map(|p| p.total)).fold(sla, f64::max) * 1.1;
             let mut chart = ChartBuilder::on(&root)
                 .caption(format!("Total {} by instances", self.headline), ("sans-serif", 18))
                 .margin(12)
                 .x_label_area_size(36)
                 .y_label_area_size(70)
-                .build_cartesian_2d(0u32..xmax + 1, 0.0..ymax * 1.1)?;
-            chart.configure_mesh().x_desc("instances").y_desc(format!("total {}", self.headline)).draw()?;
+                .build_cartesian_2d(0u32..xmax + 1, 0.0..ymax)?;
+            chart
+                .configure_mesh()
+                .x_desc("instances")
+                .y_desc(format!("total {}", self.headline))
+                .y_label_formatter(&|y| format!("{y:.0}"))
+                .draw()?;
+            // Every instance exactly at the SLA: a total below this line cannot pass. Drawn
+            // only as far as the plot reaches: plotters pins higher points to the top edge.
+            chart
+                .draw_series(DashedLineSeries::new(
+                    (1..=xmax).map(|n| (n, sla * n as f64)).take_while(|p| p.1 <= ymax),
+                    6,
+                    4,
+                    BLACK.mix(0.5).stroke_width(1),
+                ))?
+                .label(format!("SLA x instances ({sla:.0} each)"))
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK.mix(0.5)));
             for (i, c) in self.outcomes.iter().enumerate() {
                 let color = crate::report::PALETTE[i % crate::report::PALETTE.len()];
                 let mut points: Vec<(u32, f64)> = Vec::new();
@@ -131,28 +198,105 @@ impl CapacityReport {
                     .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
                 chart.draw_series(points.iter().map(|p| Circle::new(*p, 4, color.filled())))?;
             }
-            chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperLeft)
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .draw()?;
             root.present()?;
         }
         Ok(svg)
     }
 
     pub fn write_all(&self, dir: &Path) -> Result<()> {
-        let md = self.markdown();
-        std::fs::write(dir.join("capacity.md"), &md)?;
+        std::fs::write(dir.join("capacity.md"), self.markdown())?;
         std::fs::write(dir.join("capacity.json"), serde_json::to_string_pretty(self)?)?;
-        let body: String = md
-            .lines()
-            .map(|l| l.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;"))
-            .collect::<Vec<_>>()
-            .join("\n");
-        let html = format!(
-            "<!doctype html><html><head><meta charset=\"utf-8\"><title>Capacity: {}</title></head><body>\
-             <div class=\"chart\">{}</div><pre>{body}</pre></body></html>\n",
-            self.name.replace('<', "&lt;"),
-            self.chart()?
-        );
-        std::fs::write(dir.join("capacity.html"), html)?;
+        std::fs::write(dir.join("capacity.html"), self.html()?)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe(instances: u32, each: f64, sla: f64) -> Probe {
+        let passed = each >= sla;
+        Probe {
+            instances,
+            passed,
+            reason: (!passed).then(|| format!("an instance reached {each:.0} < {sla:.0}")),
+            total: each * instances as f64,
+            per_instance: vec![each; instances as usize],
+            p95_max_ms: 5.0,
+            cpu_busy_pct: Some(40.0 * instances as f64),
+        }
+    }
+
+    fn sample() -> CapacityReport {
+        let sla = 100.0;
+        // Probes up to 16 instances put the SLA line (1,600) far above the data (<= 1,000).
+        let probes = vec![probe(1, 300.0, sla), probe(2, 250.0, sla), probe(4, 120.0, sla), probe(16, 40.0, sla)];
+        CapacityReport {
+            name: "ladder".into(),
+            headline: "OPM".into(),
+            sla: Sla { min_per_instance: sla, max_p95_ms: Some(50.0), confirmations: 1 },
+            outcomes: vec![
+                outcome("small", Ok(Some(4)), probes, 16),
+                outcome("broken", Err(anyhow::anyhow!("gocryptfs not found")), vec![], 16),
+            ],
+            wall_s: 12.0,
+            file: "name = \"ladder\" # <x>".into(),
+        }
+    }
+
+    #[test]
+    fn summary_is_taken_at_the_most_passing_instances() {
+        let t = sample().summary();
+        assert_eq!(t.rows[0], ["small", "4", "480", "120", "160.0"]);
+        assert_eq!(t.rows[1][1], "error: gocryptfs not found");
+        assert_eq!(sample().probes().rows[3][2], "fail: an instance reached 40 < 100");
+    }
+
+    #[test]
+    fn html_has_real_tables_a_chart_and_no_outside_references() {
+        let page = sample().html().unwrap();
+        assert_eq!(page.matches("<table>").count(), 2, "{page}");
+        assert_eq!(page.matches("<svg").count(), 1);
+        assert!(page.contains("&lt;x&gt;") && !page.contains("<x>"), "the capacity file is escaped");
+        assert!(!page.contains("<script") && !page.contains("src=") && !page.contains("href="));
+        assert!(sample().markdown().contains("| small | 4 | 480 | 120 | 160.0 |"));
+    }
+
+    #[test]
+    fn the_sla_line_stops_inside_the_plot() {
+        // Probes reach 16 instances, whose SLA total (1,600) is far above the largest total
+        // (1,000). Plotters pins such points to the plot's top edge, so an unclipped SLA line
+        // would run along the top border as if it were data.
+        let svg = sample().chart().unwrap();
+        assert!(svg.contains("SLA x instances (100 each)"));
+        let attr = |tag: &str, name: &str| -> Option<String> {
+            let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+            Some(tag[at..].split('"').next()?.to_string())
+        };
+        let tags: Vec<&str> = svg.split('<').collect();
+        let top = tags
+            .iter()
+            .filter(|t| t.starts_with("line "))
+            .filter_map(|t| attr(t, "y2")?.parse::<f64>().ok())
+            .fold(f64::MAX, f64::min);
+        let dashes: Vec<Vec<f64>> = tags
+            .iter()
+            .filter(|t| t.starts_with("polyline ") && attr(t, "opacity").as_deref() == Some("0.5"))
+            .map(|t| attr(t, "points").unwrap().split([' ', ',']).filter_map(|v| v.parse().ok()).collect())
+            .collect();
+        assert!(dashes.len() > 5, "{svg}");
+        for d in dashes {
+            assert!(
+                d.iter().skip(1).step_by(2).any(|&y| y > top),
+                "an SLA dash lies on the plot's top edge {top}: {d:?}"
+            );
+        }
     }
 }

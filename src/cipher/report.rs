@@ -2,6 +2,7 @@
 //! with the MB/s-by-buffer-size chart.
 
 use super::Series;
+use crate::report::{html, tables::Table};
 use anyhow::Result;
 use plotters::prelude::*;
 use serde::Serialize;
@@ -97,10 +98,6 @@ pub fn ciphers(r: &CipherReport) -> Vec<String> {
     v
 }
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
-}
-
 /// Mean MB/s against buffer size (log scale), one line per cipher and AES-NI setting.
 fn chart(r: &CipherReport) -> Result<String> {
     let err = |e: &dyn std::fmt::Debug| anyhow::anyhow!("drawing the cipher chart: {e:?}");
@@ -148,42 +145,26 @@ fn chart(r: &CipherReport) -> Result<String> {
 }
 
 pub fn html(r: &CipherReport) -> Result<String> {
-    let mut out = String::from(
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>dbvs cipher</title><style>\
-         body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}table{border-collapse:collapse;margin:1em 0}\
-         td,th{border:1px solid #bbb;padding:4px 8px;text-align:right}td:first-child,th:first-child{text-align:left}\
-         th{background:#eee}</style></head><body>\n<h1>AES throughput by buffer size</h1>\n",
-    );
+    let mut out = html::page("dbvs cipher");
+    out.push_str("<h1>AES throughput by buffer size</h1>\n");
     let h = &r.host;
     let _ = writeln!(
         out,
         "<p>{} ({} cores, AES-NI {}); {}; {} thread(s); median of {} runs; MB = 10<sup>6</sup> bytes.</p>",
-        esc(&h.cpu_model),
+        html::esc(&h.cpu_model),
         h.cores,
         if h.aes_ni { "present" } else { "absent" },
-        esc(&r.openssl),
+        html::esc(&r.openssl),
         r.threads,
         r.runs
     );
-    let _ = writeln!(out, "<div>{}</div>", chart(r)?);
+    let _ = writeln!(out, "<div class=\"chart\">{}</div>", chart(r)?);
     for c in ciphers(r) {
         let (header, rows) = rows(r, &c);
-        let _ = write!(out, "<h2>{}</h2>\n<table><tr>", esc(&c));
-        for h in header {
-            let _ = write!(out, "<th>{}</th>", esc(&h));
-        }
-        out.push_str("</tr>\n");
-        for row in rows {
-            out.push_str("<tr>");
-            for cell in row {
-                let _ = write!(out, "<td>{}</td>", esc(&cell));
-            }
-            out.push_str("</tr>\n");
-        }
-        out.push_str("</table>\n");
+        html::table(&mut out, &Table { title: c, header, rows });
     }
     if !r.skipped_sizes.is_empty() {
-        let _ = writeln!(out, "<p>Left out for lack of memory: {}.</p>", esc(&r.skipped_sizes.join(", ")));
+        let _ = writeln!(out, "<p>Left out for lack of memory: {}.</p>", html::esc(&r.skipped_sizes.join(", ")));
     }
     out.push_str("</body></html>\n");
     Ok(out)

@@ -4,12 +4,12 @@ use super::{charts, tables, StudyReport};
 use anyhow::Result;
 use std::fmt::Write;
 
-fn esc(s: &str) -> String {
+pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-fn table(out: &mut String, t: &tables::Table) {
-    let _ = write!(out, "<h2>{}</h2>\n<table>\n<tr>", esc(t.title));
+pub fn table(out: &mut String, t: &tables::Table) {
+    let _ = write!(out, "<h2>{}</h2>\n<table>\n<tr>", esc(&t.title));
     for h in &t.header {
         let _ = write!(out, "<th>{}</th>", esc(h));
     }
@@ -29,12 +29,17 @@ table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:
 td:first-child,th:first-child{text-align:left}th{background:#eee}.chart{margin:1em 0}\
 .status{font-size:1.1em}pre{background:#f6f6f6;padding:1em;overflow:auto}";
 
+/// Opens a self-contained page (every dbvs HTML report shares this head and style); the
+/// caller appends the body and closes it with `</body></html>`.
+pub fn page(title: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>\n",
+        esc(title)
+    )
+}
+
 pub fn render(r: &StudyReport) -> Result<String> {
-    let mut out = format!(
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>dbvs study {}: {}</title><style>{STYLE}</style></head><body>\n",
-        r.study_id,
-        esc(&r.name)
-    );
+    let mut out = page(&format!("dbvs study {}: {}", r.study_id, r.name));
     let _ = writeln!(out, "<h1>Study {}: {}</h1>", r.study_id, esc(&r.name));
     let _ = writeln!(
         out,

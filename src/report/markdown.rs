@@ -3,7 +3,7 @@
 use super::{tables, StudyReport};
 use std::fmt::Write;
 
-fn table(out: &mut String, t: &tables::Table) {
+pub fn table(out: &mut String, t: &tables::Table) {
     let esc = |s: &str| s.replace('|', "\\|").replace('\n', " ");
     let _ = writeln!(out, "\n## {}\n", t.title);
     let _ = writeln!(out, "| {} |", t.header.iter().map(|h| esc(h)).collect::<Vec<_>>().join(" | "));

@@ -3,10 +3,10 @@
 
 mod charts;
 mod csv;
-mod html;
+pub(crate) mod html;
 mod json;
-mod markdown;
-mod tables;
+pub(crate) mod markdown;
+pub(crate) mod tables;
 pub(crate) use tables::number;
 
 pub(crate) use charts::PALETTE;

@@ -3,7 +3,7 @@
 use super::StudyReport;
 
 pub struct Table {
-    pub title: &'static str,
+    pub title: String,
     pub header: Vec<String>,
     pub rows: Vec<Vec<String>>,
 }
@@ -50,7 +50,7 @@ pub fn verdicts(r: &StudyReport) -> Table {
         })
         .collect();
     Table {
-        title: "Verdict",
+        title: "Verdict".into(),
         header: [
             "variant",
             &format!("mean {m} [95% CI]"),
@@ -99,7 +99,7 @@ pub fn changes(r: &StudyReport) -> Table {
         .collect();
     let mut header = vec!["workload".to_string(), "measure".into(), format!("{} (baseline)", r.baseline)];
     header.extend(others.iter().map(|v| format!("{v}: change [95% CI]; verdict")));
-    Table { title: "Changes vs baseline, per workload and measure", header, rows }
+    Table { title: "Changes vs baseline, per workload and measure".into(), header, rows }
 }
 
 /// Seed 003's table shape: one row per measure, each variant's mean and its 95% CI
@@ -127,7 +127,7 @@ pub fn means(r: &StudyReport) -> Table {
         .collect();
     let mut header = vec!["workload".to_string(), "measure".into()];
     header.extend(names.iter().map(|n| format!("{n}: mean +-% (95%)")));
-    Table { title: "Mean per variant, +-% at 95% confidence", header, rows }
+    Table { title: "Mean per variant, +-% at 95% confidence".into(), header, rows }
 }
 
 /// Seeds 000 and 001's machine table: CPU, pressure and power per variant, averaged over
@@ -174,7 +174,7 @@ pub fn machine(r: &StudyReport) -> Table {
         "per watt",
         "cgroup limits, per run",
     ];
-    Table { title: "Machine during the runs (window averages)", header: header.map(String::from).to_vec(), rows }
+    Table { title: "Machine during the runs (window averages)".into(), header: header.map(String::from).to_vec(), rows }
 }
 
 /// Per variant and device under its data: iostat's figures (both the upper and the backing
@@ -205,7 +205,7 @@ pub fn disks(r: &StudyReport) -> Table {
         }
     }
     let header = ["variant", "device", "r/s", "w/s", "transfers/s", "read MB/s", "write MB/s", "await ms", "util %"];
-    Table { title: "Disks under the data (window averages)", header: header.map(String::from).to_vec(), rows }
+    Table { title: "Disks under the data (window averages)".into(), header: header.map(String::from).to_vec(), rows }
 }
 
 /// Seeds 000 and 001's per-client table: each instance's headline (mean over runs) per
@@ -227,7 +227,7 @@ pub fn instances(r: &StudyReport) -> Table {
     }
     let mut header = vec![r.metric.clone()];
     header.extend(vs.iter().map(|v| v.info.name.clone()));
-    Table { title: "Per instance (mean over runs)", header, rows }
+    Table { title: "Per instance (mean over runs)".into(), header, rows }
 }
 
 /// Large values without decimals, small ones with two.
@@ -285,7 +285,7 @@ pub fn per_run(r: &StudyReport) -> Table {
     );
     rows.push(std::iter::once("verdict".to_string()).chain(names.iter().map(|n| super::verdict_text(r, n))).collect());
     Table {
-        title: "Runs",
+        title: "Runs".into(),
         header: std::iter::once(r.metric.to_uppercase()).chain(names.iter().map(|n| n.to_string())).collect(),
         rows,
     }
@@ -308,7 +308,7 @@ pub fn latency(r: &StudyReport) -> Table {
         }
     }
     Table {
-        title: "Latency (ms, median over runs)",
+        title: "Latency (ms, median over runs)".into(),
         header: ["variant", "operation", "avg", "p50", "p90", "p95", "p99", "max"].map(String::from).to_vec(),
         rows,
     }
@@ -316,7 +316,7 @@ pub fn latency(r: &StudyReport) -> Table {
 
 pub fn canary(r: &StudyReport) -> Table {
     Table {
-        title: "Plaintext canary scan",
+        title: "Plaintext canary scan".into(),
         header: ["variant", "encrypted at rest", "scanned", "bytes", "canary hits", "result"]
             .map(String::from)
             .to_vec(),
@@ -363,5 +363,5 @@ pub fn sut(r: &StudyReport) -> Table {
         }
         rows.push(vec![format!("variant {}", i.name), s]);
     }
-    Table { title: "System under test", header: vec!["".into(), "".into()], rows }
+    Table { title: "System under test".into(), header: vec!["".into(), "".into()], rows }
 }
