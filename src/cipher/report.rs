@@ -98,15 +98,17 @@ pub fn ciphers(r: &CipherReport) -> Vec<String> {
     v
 }
 
-/// Mean MB/s against buffer size (log scale), one line per cipher and AES-NI setting.
+/// Mean MB/s against buffer size, one line per cipher and AES-NI setting. The x axis has one
+/// tick per measured size, labelled as in the tables (the sizes are roughly log-spaced, and a
+/// log axis would put its ticks at powers of ten of bytes, which no size is).
 fn chart(r: &CipherReport) -> Result<String> {
     let err = |e: &dyn std::fmt::Debug| anyhow::anyhow!("drawing the cipher chart: {e:?}");
     let top = r.series.iter().flat_map(|s| s.points.iter().map(|p| p.mean_mbs)).fold(1.0, f64::max) * 1.1;
-    let (lo, hi) = r
-        .series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.bytes as f64))
-        .fold((f64::MAX, 1.0f64), |(a, b), x| (a.min(x), b.max(x)));
+    let mut sizes: Vec<(usize, &str)> =
+        r.series.iter().flat_map(|s| s.points.iter().map(|p| (p.bytes, p.label.as_str()))).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let at = |bytes: usize| sizes.iter().position(|s| s.0 == bytes).unwrap_or(0) as u32;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (760, 380)).into_drawing_area();
@@ -116,21 +118,23 @@ fn chart(r: &CipherReport) -> Result<String> {
             .margin(12)
             .x_label_area_size(36)
             .y_label_area_size(70)
-            .build_cartesian_2d((lo.min(hi)..hi * 1.01).log_scale(), 0.0..top)
+            .build_cartesian_2d((0..sizes.len().saturating_sub(1) as u32).into_segmented(), 0.0..top)
             .map_err(|e| err(&e))?;
         c.configure_mesh()
             .x_desc("buffer size")
-            .y_desc("MB/s")
-            .x_label_formatter(&|b| match *b {
-                b if b >= (1u64 << 30) as f64 => format!("{:.0} GB", b / (1u64 << 30) as f64),
-                b if b >= (1 << 20) as f64 => format!("{:.0} MB", b / (1 << 20) as f64),
-                b => format!("{:.0} KB", b / 1024.0),
+            .y_desc("MB/s (10^6 bytes)")
+            .x_labels(sizes.len())
+            .x_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) => sizes.get(*i as usize).map_or(String::new(), |s| s.1.to_string()),
+                _ => String::new(),
             })
+            .y_label_formatter(&|y| format!("{y:.0}"))
             .draw()
             .map_err(|e| err(&e))?;
         for (i, s) in r.series.iter().enumerate() {
             let color = crate::report::PALETTE[i % crate::report::PALETTE.len()];
-            let pts: Vec<(f64, f64)> = s.points.iter().map(|p| (p.bytes as f64, p.mean_mbs)).collect();
+            let pts: Vec<(SegmentValue<u32>, f64)> =
+                s.points.iter().map(|p| (SegmentValue::CenterOf(at(p.bytes)), p.mean_mbs)).collect();
             let name = format!("{} {}", s.cipher, if s.aesni { "AES-NI" } else { "no AES-NI" });
             c.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
                 .map_err(|e| err(&e))?
