@@ -121,6 +121,7 @@ fn encryption_study_scans_for_plaintext_stores_runs_and_reports() {
     let out = dir.path().join("out");
     let o = ok(&["study", &f, "--out", out.to_str().unwrap()]);
     assert!(stdout(&o).contains("report:"), "{}", stdout(&o));
+    assert!(stderr(&o).contains("warning: blocks.max = 2 is below 6"), "{}", stderr(&o));
     let r = report(&out);
     assert_eq!(r["status"], "completed");
     let canary: Vec<(String, u64)> = r["canary"]

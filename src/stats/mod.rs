@@ -9,7 +9,7 @@ mod wilcoxon;
 
 pub use ratio::{paired_ratio, RatioEstimate};
 pub use verdict::{verdict, Verdict};
-pub use wilcoxon::signed_rank_p;
+pub use wilcoxon::{signed_rank_p, MIN_N_FOR_SIGNIFICANCE};
 
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};

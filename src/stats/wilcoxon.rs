@@ -7,6 +7,11 @@ use statrs::distribution::{ContinuousCDF, Normal};
 /// used, as scipy does; above it the normal approximation is accurate.
 const EXACT_MAX_N: usize = 50;
 
+/// The fewest paired differences with which the exact test can reach p < 0.05: with n
+/// differences the smallest two-sided p is 2 / 2^n (all of one sign), 0.0625 at n = 5 and
+/// 0.03125 at n = 6. A study with fewer blocks cannot call any difference significant.
+pub const MIN_N_FOR_SIGNIFICANCE: usize = 6;
+
 /// Two-sided p-value of the signed-rank test that the differences are centred on zero.
 /// Zero differences are dropped (Wilcoxon's convention). Returns 1 when nothing is left.
 pub fn signed_rank_p(diffs: &[f64]) -> f64 {
@@ -74,6 +79,13 @@ fn exact_p(n: usize, w: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn six_differences_are_the_fewest_that_can_be_significant() {
+        let all_up = |n: usize| signed_rank_p(&(1..=n).map(|i| i as f64).collect::<Vec<_>>());
+        assert!(all_up(MIN_N_FOR_SIGNIFICANCE) < 0.05);
+        assert!(all_up(MIN_N_FOR_SIGNIFICANCE - 1) >= 0.05);
+    }
 
     // Reference p-values from scipy.stats.wilcoxon (scipy 1.17, zero_method='wilcox'; the
     // exact method for small samples without ties, method='approx' (no continuity

@@ -50,10 +50,10 @@ pub struct Blocks {
     pub max: usize,
 }
 
-/// Six blocks is the fewest with which the signed-rank test can reach p < 0.05.
+/// At least as many blocks as the signed-rank test needs to reach p < 0.05.
 impl Default for Blocks {
     fn default() -> Self {
-        Self { min: 6, max: 30 }
+        Self { min: crate::stats::MIN_N_FOR_SIGNIFICANCE, max: 30 }
     }
 }
 

@@ -79,6 +79,14 @@ fn run_blocks(study: &StudyFile, text: &str, opts: Options, store: &mut Store, i
     let ctx = child::Context { exe: &exe, study, out: &out_dir };
 
     eprintln!("study {id} '{}': results store {}, output {}", study.name, store.path.display(), out_dir.display());
+    let fewest = crate::stats::MIN_N_FOR_SIGNIFICANCE;
+    if study.blocks.max < fewest {
+        eprintln!(
+            "warning: blocks.max = {} is below {fewest}, the fewest blocks with which a difference can be \
+             significant (p < 0.05); every verdict will be 'no significant difference'. Set blocks.max to {fewest} or more.",
+            study.blocks.max
+        );
+    }
     let mut skipped = Vec::new();
     let mut active = Vec::new();
     for (i, v) in study.variants.iter().enumerate() {
