@@ -381,7 +381,7 @@ impl Workload for Bignw {
                     "mean_s": mean,
                     "ci95_pct": 100.0 * half / mean,
                     "per_iteration_ms": 1000.0 * mean / t.iterations.max(1) as f64,
-                    "rows_per_iteration": t.rows,
+                    "rows_per_iteration": t.rows.filter(|_| ALL[b].counts_rows),
                     "backup_bytes": t.backup_bytes,
                     "unit_in_target": mean >= self.unit_time.as_secs_f64() && mean <= 4.0 * self.unit_time.as_secs_f64(),
                 }),
