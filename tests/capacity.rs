@@ -40,10 +40,22 @@ fn instances_run_side_by_side_and_the_record_has_one_row_each() {
     // The first instance's database can be kept (the canary scan of a study reads it).
     let kept = dir.path().join("kept.db");
     let t = target(dir.path(), "d.db");
-    let args = ["run", "--target", &t, "--size", "1MB", "--instances", "2", "--duration", "1s", "--warmup", "0s"];
-    let mut args = args.to_vec();
-    args.extend(["--no-store", "--keep-db", kept.to_str().unwrap()]);
-    ok(&args);
+    ok(&[
+        "run",
+        "--target",
+        &t,
+        "--size",
+        "1MB",
+        "--instances",
+        "2",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0s",
+        "--no-store",
+        "--keep-db",
+        kept.to_str().unwrap(),
+    ]);
     assert_eq!(files_in(dir.path()), ["d.db", "kept.db", "r.json"]);
 }
 
@@ -56,10 +68,22 @@ fn capacity_finds_fewer_instances_on_a_smaller_machine() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("one.json");
     let t = target(dir.path(), "one.db");
-    let one = ["run", "--target", &t, "--size", "1MB", "--threads", "1", "--duration", "1.5s", "--warmup", "0.3s"];
-    let mut one = one.to_vec();
-    one.extend(["--no-store", "--json", json.to_str().unwrap()]);
-    ok(&one);
+    ok(&[
+        "run",
+        "--target",
+        &t,
+        "--size",
+        "1MB",
+        "--threads",
+        "1",
+        "--duration",
+        "1.5s",
+        "--warmup",
+        "0.3s",
+        "--no-store",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let sla = 0.4 * r["metrics"]["opm"].as_f64().unwrap();
     let f = dir.path().join("c.toml");
