@@ -24,6 +24,21 @@ pub fn available_memory() -> anyhow::Result<u64> {
     Ok(kb * 1024)
 }
 
+/// The machine and the software versions a run ran with.
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
+pub struct Env {
+    #[serde(flatten)]
+    pub host: HostInfo,
+    pub engine_versions: std::collections::BTreeMap<String, String>,
+    pub dbvs_version: String,
+}
+
+impl Env {
+    pub fn new(engine_versions: std::collections::BTreeMap<String, String>) -> Self {
+        Env { host: collect(), engine_versions, dbvs_version: env!("CARGO_PKG_VERSION").into() }
+    }
+}
+
 pub fn collect() -> HostInfo {
     let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
     let cpuinfo = read("/proc/cpuinfo");

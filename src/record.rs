@@ -1,22 +1,25 @@
 //! The record of one run: what was run, where, on what machine, and what it measured.
-//! This is the JSON `dbvs run --json` writes, and what later tooling reads back.
+//! This is the JSON `dbvs run --json` writes, and what studies and capacity searches read
+//! back, typed, from their child runs. The non-driver workloads (`fileio`, `cipher`) write
+//! the same record with the driver's parts left empty.
 
-use crate::driver::{FromStart, IntervalSample, Pacing, RunResult, RunStatus};
-use crate::host::HostInfo;
+use crate::driver::{FromStart, IntervalSample, LatencySummary, Pacing, RunResult, RunStatus};
+use crate::host::Env;
+use crate::sys::cgroup::Usage;
 use crate::targets::TargetInfo;
-use crate::workloads::{Check, Workload};
-use serde::Serialize;
-use std::collections::BTreeMap;
+use crate::workloads::{Check, Measure, Workload};
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Serialize)]
-pub struct Env {
-    #[serde(flatten)]
-    pub host: HostInfo,
-    pub engine_versions: BTreeMap<String, String>,
-    pub dbvs_version: &'static str,
+/// What the measured window did, in whole units of work.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Counts {
+    pub units: u64,
+    pub rollbacks: u64,
+    pub retries: u64,
+    pub lock_waits: u64,
 }
 
-#[derive(Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct DriverUsage {
     /// CPU of the whole dbvs process (driver and, for embedded engines, the engine) as % of all cores.
     pub process_cpu_pct: f64,
@@ -24,34 +27,78 @@ pub struct DriverUsage {
     pub driver_overhead_pct: f64,
 }
 
-#[derive(Serialize)]
+/// What a variant's cgroup limits did during a run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LimitsRecord {
+    /// `the run process` (SQLite) or `server processes` (a managed server).
+    pub applied_to: String,
+    pub usage: Usage,
+}
+
+/// One instance of a multi-instance run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct InstanceRow {
+    pub instance: usize,
+    pub status: RunStatus,
+    pub headline: Measure,
+    pub measures: Vec<Measure>,
+    pub unit_p95_ms: f64,
+    pub checks_ok: bool,
+    pub metrics: serde_json::Value,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunRecord {
     #[serde(flatten)]
     pub status: RunStatus,
+    #[serde(default)]
     pub started_at: String,
-    pub workload: &'static str,
-    pub target: TargetInfo,
+    pub workload: String,
+    #[serde(default)]
+    pub target: Option<TargetInfo>,
+    #[serde(default)]
     pub params: serde_json::Value,
-    pub env: Env,
+    #[serde(default)]
+    pub env: Option<Env>,
+    /// The figure listings and capacity searches use (with several instances, their total).
+    pub headline: Measure,
+    /// What studies compare, as the workload declared them.
+    pub measures: Vec<Measure>,
+    /// Everything else the workload reports, in its own shape; only it and people read this.
+    #[serde(default)]
     pub metrics: serde_json::Value,
+    /// What the workload calibrated, for later runs to take back (see `Workload::calibration`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<String>,
+    #[serde(default)]
     pub elapsed_s: f64,
+    #[serde(default)]
+    pub counts: Counts,
     /// Latency of whole units (a DS2 order cycle, a TPC-B or TPC-C transaction).
-    pub unit_latency: crate::driver::LatencySummary,
+    #[serde(default)]
+    pub unit_latency: LatencySummary,
+    /// Latency per timed operation, in the workload's order.
+    #[serde(default)]
+    pub latency: Vec<(String, LatencySummary)>,
+    #[serde(default)]
     pub driver: DriverUsage,
+    #[serde(default)]
     pub intervals: Vec<IntervalSample>,
     /// What the run did to the database from its first second, warmup included: the
     /// numbers the post-run checks hold the database to.
+    #[serde(default)]
     pub totals: FromStart,
+    #[serde(default)]
     pub checks: Vec<Check>,
     /// What the machine did during the run (CPU, disks, memory, pressure, power).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<crate::telemetry::Telemetry>,
     /// What a study variant's cgroup limits did during the run (throttling, peaks, I/O).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub limits: Option<serde_json::Value>,
-    /// With `--instances N`: one row per instance (the metrics above are their total).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub instances: Option<Vec<serde_json::Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<LimitsRecord>,
+    /// With `--instances N`: one row per instance (the figures above are their total).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instances: Option<Vec<InstanceRow>>,
 }
 
 impl RunRecord {
@@ -68,14 +115,24 @@ impl RunRecord {
         params["pacing"] = serde_json::to_value(pacing).expect("pacing serializes");
         Self {
             metrics: workload.metrics(&run),
+            headline: workload.headline(Some(&run)),
+            measures: workload.measures(Some(&run)),
+            calibration: workload.calibration(),
             status: run.status,
             started_at,
-            workload: workload.name(),
-            target,
+            workload: workload.name().into(),
+            target: Some(target),
             params,
-            env,
+            env: Some(env),
             elapsed_s: run.elapsed_s,
+            counts: Counts {
+                units: run.measured.units,
+                rollbacks: run.measured.rollbacks,
+                retries: run.measured.retries,
+                lock_waits: run.measured.lock_waits,
+            },
             unit_latency: run.measured.unit_latency.clone(),
+            latency: run.measured.op_latency.clone(),
             driver: DriverUsage {
                 process_cpu_pct: run.process_cpu_pct,
                 driver_overhead_pct: run.measured.driver_overhead_pct,
@@ -87,5 +144,93 @@ impl RunRecord {
             limits: None,
             instances: None,
         }
+    }
+
+    /// A record of a workload that does not use the driver (fileio, cipher).
+    pub fn standalone(
+        workload: &str,
+        status: RunStatus,
+        params: serde_json::Value,
+        headline: Measure,
+        measures: Vec<Measure>,
+        metrics: serde_json::Value,
+    ) -> Self {
+        Self {
+            status,
+            started_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            workload: workload.into(),
+            target: None,
+            params,
+            env: Some(Env::new(Default::default())),
+            headline,
+            measures,
+            metrics,
+            calibration: None,
+            elapsed_s: 0.0,
+            counts: Counts::default(),
+            unit_latency: LatencySummary::default(),
+            latency: vec![],
+            driver: DriverUsage::default(),
+            intervals: vec![],
+            totals: FromStart::default(),
+            checks: vec![],
+            telemetry: None,
+            limits: None,
+            instances: None,
+        }
+    }
+
+    /// Completed, with every post-run check passed: a run a comparison may count.
+    pub fn counts(&self) -> bool {
+        self.status == RunStatus::Completed && self.checks.iter().all(|c| c.ok)
+    }
+
+    /// The value of the measure called `name`, when the run completed.
+    pub fn measure(&self, name: &str) -> Option<f64> {
+        (self.status == RunStatus::Completed).then(|| crate::workloads::measure::value_of(&self.measures, name))?
+    }
+
+    /// The cause of a run that did not complete.
+    pub fn cause(&self) -> Option<&str> {
+        match &self.status {
+            RunStatus::Failed(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    pub fn read(path: &std::path::Path) -> anyhow::Result<Self> {
+        use anyhow::Context;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("cannot read run record {}", path.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("unreadable run record {}", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_reads_back_typed() {
+        let r = RunRecord::standalone(
+            "fileio",
+            RunStatus::Failed("disk full".into()),
+            serde_json::json!({}),
+            Measure::lower("write time", "s", Some(1.5)),
+            vec![Measure::lower("write time", "s", Some(1.5))],
+            serde_json::json!({ "write_s": 1.5 }),
+        );
+        let text = serde_json::to_string(&r).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!((v["status"].as_str(), v["cause"].as_str()), (Some("failed"), Some("disk full")));
+        let back: RunRecord = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.cause(), Some("disk full"));
+        assert_eq!(back.measures, r.measures);
+        assert_eq!(back.measure("write time"), None, "a failed run counts no value");
+        let ok: RunRecord =
+            serde_json::from_str(&text.replace(r#""status":"failed","cause":"disk full""#, r#""status":"completed""#))
+                .unwrap();
+        assert_eq!(ok.measure("write time"), Some(1.5));
+        assert!(ok.counts());
     }
 }

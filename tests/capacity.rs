@@ -29,8 +29,10 @@ fn instances_run_side_by_side_and_the_record_has_one_row_each() {
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let rows = r["instances"].as_array().unwrap();
     assert_eq!(rows.len(), 3);
-    let sum: f64 = rows.iter().map(|i| i["opm"].as_f64().unwrap()).sum();
-    assert!(rows.iter().all(|i| i["opm"].as_f64().unwrap() > 1000.0 && i["checks_ok"] == true), "{rows:?}");
+    let opm = |i: &Value| i["headline"]["value"].as_f64().unwrap();
+    assert!(rows.iter().all(|i| i["headline"]["name"] == "OPM"));
+    let sum: f64 = rows.iter().map(opm).sum();
+    assert!(rows.iter().all(|i| opm(i) > 1000.0 && i["checks_ok"] == true), "{rows:?}");
     assert!((r["metrics"]["opm"].as_f64().unwrap() - sum).abs() < 1e-6);
     assert_eq!(r["metrics"]["instances"], 3);
     // Each instance's checks are kept, naming it; each had its own database.

@@ -14,7 +14,7 @@ fn count(c: &mut mysql::Conn, table: &str) -> i64 {
 #[test]
 fn ds2_and_tpcb_on_an_external_mariadb_keep_their_invariants() {
     let dir = reachable_tempdir();
-    let server = ManagedMaria::start(&dir.path().join("maria"), &[]).unwrap();
+    let server = ManagedMaria::start(&dir.path().join("maria"), &[], &[]).unwrap();
     let url = format!("mysql://dbvs@127.0.0.1:{}/ds2test", server.port);
     let json = dir.path().join("r.json");
     ok(&[

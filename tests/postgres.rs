@@ -13,7 +13,7 @@ fn count(c: &mut postgres::Client, table: &str) -> i64 {
 #[test]
 fn ds2_on_an_external_postgres_keeps_its_invariants() {
     let dir = reachable_tempdir();
-    let server = ManagedPg::start(None, &dir.path().join("pg"), &[]).unwrap();
+    let server = ManagedPg::start(None, &dir.path().join("pg"), &[], &[]).unwrap();
     let url = format!("postgres://dbvs@127.0.0.1:{}/ds2test", server.port);
     let json = dir.path().join("r.json");
     ok(&["build", "--target", &url, "--size", "1MB"]);
@@ -124,7 +124,7 @@ fn server_target_errors_are_one_clear_line() {
 #[test]
 fn tpcb_on_postgres_and_sqlite_keeps_balances_consistent() {
     let dir = reachable_tempdir();
-    let server = ManagedPg::start(None, &dir.path().join("pg"), &[]).unwrap();
+    let server = ManagedPg::start(None, &dir.path().join("pg"), &[], &[]).unwrap();
     let url = format!("postgres://dbvs@127.0.0.1:{}/tpcbtest", server.port);
     let sqlite = format!("sqlite:{}", dir.path().join("tpcb.db").display());
     for target in [url.as_str(), sqlite.as_str()] {

@@ -9,6 +9,8 @@
 
 pub mod report;
 
+use crate::driver::RunStatus;
+use crate::record::RunRecord;
 use crate::study::file::{TargetConfig, WorkloadConfig};
 use crate::variants::VariantConfig;
 use anyhow::{bail, Context, Result};
@@ -89,7 +91,7 @@ impl CapacityFile {
             bail!("leave workload.instances out: the search chooses the number of instances");
         }
         let args = self.workload.args(self.seed)?;
-        crate::workloads::by_name(&self.workload.name, &args)?;
+        crate::workloads::by_name(&args)?;
         if self.sla.min_per_instance.is_nan() || self.sla.min_per_instance <= 0.0 {
             bail!("sla.min_per_instance must be a positive rate (OPM for ds2, TPS for tpcb, NOPM for tpcc)");
         }
@@ -195,23 +197,18 @@ pub fn confirmed(runs: u32, mut probe: impl FnMut() -> Result<bool>) -> Result<b
 }
 
 /// Judges one multi-instance run record against the SLA.
-pub fn judge(record: &serde_json::Value, headline: &str, sla: &Sla, n: u32) -> Probe {
-    let rows: Vec<&serde_json::Value> = match record["instances"].as_array() {
-        Some(rows) => rows.iter().collect(),
-        None => vec![record],
+pub fn judge(record: &RunRecord, sla: &Sla, n: u32) -> Probe {
+    let (per, p95): (Vec<f64>, f64) = match &record.instances {
+        Some(rows) => (
+            rows.iter().map(|r| r.headline.value.unwrap_or(0.0)).collect(),
+            rows.iter().map(|r| r.unit_p95_ms).fold(0.0, f64::max),
+        ),
+        None => (vec![record.headline.value.unwrap_or(0.0)], record.unit_latency.p95_ms),
     };
-    let per: Vec<f64> =
-        rows.iter().map(|r| r[headline].as_f64().or_else(|| r["metrics"][headline].as_f64()).unwrap_or(0.0)).collect();
-    let p95 = rows
-        .iter()
-        .map(|r| r["unit_p95_ms"].as_f64().or_else(|| r["unit_latency"]["p95_ms"].as_f64()).unwrap_or(0.0))
-        .fold(0.0, f64::max);
-    let status = record["status"].as_str().unwrap_or("failed");
-    let checks_ok = record["checks"].as_array().is_some_and(|c| c.iter().all(|c| c["ok"] == true));
     let worst = per.iter().copied().fold(f64::INFINITY, f64::min);
-    let reason = if status != "completed" {
-        Some(format!("the run {status}: {}", record["cause"].as_str().unwrap_or("")))
-    } else if !checks_ok {
+    let reason = if record.status != RunStatus::Completed {
+        Some(format!("the run did not complete: {}", record.cause().unwrap_or("interrupted")))
+    } else if !record.checks.iter().all(|c| c.ok) {
         Some("a post-run check failed".into())
     } else if worst < sla.min_per_instance {
         Some(format!("an instance reached {worst:.0} < {}", sla.min_per_instance))
@@ -227,7 +224,7 @@ pub fn judge(record: &serde_json::Value, headline: &str, sla: &Sla, n: u32) -> P
         total: per.iter().sum(),
         per_instance: per,
         p95_max_ms: p95,
-        cpu_busy_pct: record["telemetry"]["window"]["cpu_busy_pct"].as_f64(),
+        cpu_busy_pct: record.telemetry.as_ref().and_then(|t| t.window.as_ref()).map(|w| w.cpu_busy_pct),
     }
 }
 
@@ -253,7 +250,7 @@ pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::Capaci
     let ctx = crate::study::child::Context { exe: &exe, study: &study, out };
     let work = tempfile::Builder::new().prefix(".work-").tempdir_in(out)?;
     std::fs::set_permissions(work.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
-    let headline = crate::study::measures::headline(&file.workload.name);
+    let headline = crate::workloads::by_name(&file.workload.args(file.seed)?)?.headline(None).name;
     let started = std::time::Instant::now();
     let mut outcomes = Vec::new();
     for (i, c) in file.configurations.iter().enumerate() {
@@ -266,7 +263,7 @@ pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::Capaci
                     let w = WorkloadConfig { instances: n, ..file.workload.clone() };
                     let tag = format!("n{n:03}-try{attempt}");
                     let probe = match crate::study::child::run(&ctx, c, &prepared, &w, &tag, false) {
-                        Ok(record) => judge(&record, headline, &file.sla, n),
+                        Ok(record) => judge(&record, &file.sla, n),
                         Err(e) if crate::interrupt::interrupted() => return Err(e),
                         Err(e) => Probe {
                             instances: n,
@@ -301,7 +298,7 @@ pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::Capaci
     }
     Ok(report::CapacityReport {
         name: file.name.clone(),
-        headline: headline.to_uppercase(),
+        headline,
         sla: file.sla.clone(),
         outcomes,
         wall_s: started.elapsed().as_secs_f64(),
@@ -352,13 +349,33 @@ mod tests {
     #[test]
     fn judging_reads_every_instance() {
         let sla = Sla { min_per_instance: 100.0, max_p95_ms: Some(10.0), confirmations: 1 };
-        let rec = serde_json::json!({"status": "completed", "checks": [{"ok": true}],
-            "instances": [{"opm": 150.0, "unit_p95_ms": 5.0}, {"opm": 90.0, "unit_p95_ms": 4.0}]});
-        let p = judge(&rec, "opm", &sla, 2);
+        let opm = |v: f64| crate::workloads::Measure::higher("OPM", "orders/min", Some(v));
+        let row = |i: usize, v: f64, p95: f64| crate::record::InstanceRow {
+            instance: i,
+            status: RunStatus::Completed,
+            headline: opm(v),
+            measures: vec![opm(v)],
+            unit_p95_ms: p95,
+            checks_ok: true,
+            metrics: serde_json::Value::Null,
+        };
+        let mut rec = RunRecord::standalone(
+            "ds2",
+            RunStatus::Completed,
+            serde_json::Value::Null,
+            opm(240.0),
+            vec![opm(240.0)],
+            serde_json::Value::Null,
+        );
+        rec.instances = Some(vec![row(1, 150.0, 5.0), row(2, 90.0, 4.0)]);
+        let p = judge(&rec, &sla, 2);
         assert!(!p.passed && p.reason.unwrap().contains("90"));
         assert_eq!(p.total, 240.0);
-        let one = serde_json::json!({"status": "completed", "checks": [], "metrics": {"opm": 150.0},
-            "unit_latency": {"p95_ms": 12.0}});
-        assert!(judge(&one, "opm", &sla, 1).reason.unwrap().contains("p95"));
+        rec.instances = None;
+        rec.headline = opm(150.0);
+        rec.unit_latency.p95_ms = 12.0;
+        assert!(judge(&rec, &sla, 1).reason.unwrap().contains("p95"));
+        rec.status = RunStatus::Failed("server gone".into());
+        assert!(judge(&rec, &sla, 1).reason.unwrap().contains("server gone"));
     }
 }

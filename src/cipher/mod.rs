@@ -8,8 +8,7 @@
 //! encrypted and decrypted whole, as many times as fit in [`MIN_TIME`]; the median of the
 //! runs is reported. MB is 10^6 bytes, as `openssl speed` counts.
 
-pub mod report;
-
+use crate::workloads::Measure;
 use anyhow::{bail, Context, Result};
 use openssl::cipher::{Cipher, CipherRef};
 use openssl::cipher_ctx::CipherCtx;
@@ -93,6 +92,16 @@ pub fn parse_size(s: &str) -> Result<(&'static str, usize)> {
         let all: Vec<String> = SIZES.iter().map(|(l, _)| l.replace(' ', "")).collect();
         format!("unknown buffer size '{s}': use some of {}", all.join(", "))
     })
+}
+
+/// The first series' mean MB/s over its sizes: what a study compares.
+pub fn throughput(series: &[Series]) -> Measure {
+    Measure::higher("mean MB/s", "MB/s", series.first().map(|s| average(s, |p| p.mean_mbs)))
+}
+
+/// A statistic of a series' points, averaged over its buffer sizes.
+pub fn average(s: &Series, f: fn(&Point) -> f64) -> f64 {
+    s.points.iter().map(f).sum::<f64>() / s.points.len().max(1) as f64
 }
 
 /// The memory a measurement of `bytes` needs: plaintext and ciphertext buffers.

@@ -1,13 +1,10 @@
-//! `dbvs build`: create the pristine database, and the shared "build if missing" step of `run`.
+//! `dbvs build`: create the pristine database a workload runs against.
 
 use super::DbArgs;
-use crate::targets::{BuildMeta, Target};
-use crate::workloads::{ensure_identity, Workload};
+use crate::workloads::ensure_identity;
 use anyhow::{Context, Result};
 use clap::Args;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::process::ExitCode;
-use std::time::Instant;
 
 #[derive(Args)]
 pub struct BuildArgs {
@@ -19,7 +16,7 @@ pub struct BuildArgs {
 }
 
 pub fn main(args: BuildArgs) -> Result<ExitCode> {
-    let (target, workload) = args.db.open(false)?;
+    let (target, workload) = args.db.db(false)?.open()?;
     if !args.force {
         if let Some(meta) = target.pristine()? {
             ensure_identity(&workload.build_identity(), &meta, &target.info().location)
@@ -28,38 +25,6 @@ pub fn main(args: BuildArgs) -> Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
     }
-    build(target.as_ref(), workload.as_ref())?;
+    crate::run::build(target.as_ref(), workload.as_ref())?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Returns the pristine database's metadata, building it first if it does not exist yet.
-pub fn ensure_built(target: &dyn Target, workload: &dyn Workload) -> Result<BuildMeta> {
-    let meta = match target.pristine()? {
-        Some(meta) => meta,
-        None => {
-            build(target, workload)?;
-            target.pristine()?.context("the database vanished right after it was built")?
-        }
-    };
-    ensure_identity(&workload.build_identity(), &meta, &target.info().location)?;
-    Ok(meta)
-}
-
-fn build(target: &dyn Target, workload: &dyn Workload) -> Result<()> {
-    let location = target.info().location;
-    let staged = target.stage_build()?;
-    let progress = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-    progress.set_style(
-        ProgressStyle::with_template("building {prefix} [{bar:30}] {percent:>3}% {per_sec} {msg}")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
-    progress.set_prefix(location.clone());
-    let t = Instant::now();
-    let rows = workload.build(staged.as_ref(), &progress)?;
-    staged.publish()?;
-    progress.finish_and_clear();
-    let secs = t.elapsed().as_secs_f64();
-    eprintln!("built {location}: {rows} rows in {secs:.1} s ({:.0} rows/s)", rows as f64 / secs);
-    Ok(())
 }

@@ -2,9 +2,9 @@
 //! "Off" runs in a child process whose OpenSSL starts with AES-NI, PCLMULQDQ, VAES and
 //! VPCLMULQDQ masked (OPENSSL_ia32cap is read once, at start-up).
 
-use super::create_output;
-use crate::cipher::report::{self, CipherReport};
 use crate::cipher::{self, Algo, Series};
+use crate::report::cipher::{self as report, CipherReport};
+use crate::sys::create_output;
 use crate::variants::OPENSSL_NO_AESNI;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
@@ -87,6 +87,8 @@ pub fn main(args: CipherArgs) -> Result<ExitCode> {
     let r = CipherReport {
         status: "completed",
         workload: "cipher",
+        headline: cipher::throughput(&series),
+        measures: vec![cipher::throughput(&series)],
         metrics: report::metrics(&series),
         host: crate::host::collect(),
         openssl: openssl::version::version().to_string(),

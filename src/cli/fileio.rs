@@ -1,7 +1,8 @@
 //! `dbvs fileio`: seed 002's copy test on a directory (the storage under test).
 
-use super::create_output;
 use crate::driver::RunStatus;
+use crate::record::RunRecord;
+use crate::sys::create_output;
 use crate::workloads::fileio;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -16,7 +17,7 @@ pub struct FileioArgs {
     #[arg(long, value_name = "DIR")]
     dir: PathBuf,
     /// File size, e.g. 512MB or 2GB [default: an eighth of memory, 256MB to 2GB].
-    #[arg(long, value_parser = fileio::parse_size)]
+    #[arg(long, value_parser = crate::sys::units::parse_bytes)]
     size: Option<u64>,
     /// Runs, averaged.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
@@ -74,9 +75,17 @@ pub fn main(args: FileioArgs) -> Result<ExitCode> {
     if !args.keep || status != RunStatus::Completed {
         let _ = std::fs::remove_file(args.dir.join(fileio::FILE));
     }
-    let record = fileio::record(&args.dir, size, &runs, status.clone());
-    if !runs.is_empty() {
-        let s = fileio::summarize(&runs);
+    let summary = (!runs.is_empty()).then(|| fileio::summarize(&runs));
+    let measures = fileio::measures(summary.as_ref());
+    let record = RunRecord::standalone(
+        "fileio",
+        status.clone(),
+        serde_json::json!({ "dir": args.dir, "size_bytes": size, "runs": runs.len() }),
+        measures[0].clone(),
+        measures,
+        fileio::metrics(&runs),
+    );
+    if let Some(s) = summary {
         let mut t = Table::new();
         t.load_preset(UTF8_FULL_CONDENSED);
         t.set_header(["step", "mean seconds [95% CI]", "MB/s"]);

@@ -5,20 +5,18 @@ mod capacity;
 mod check;
 mod cipher;
 mod fileio;
-mod instances;
 mod results;
 mod run;
 mod study;
-mod summary;
 
 use crate::interrupt::Interrupted;
+use crate::run::DbSpec;
 use crate::targets::{self, sqlite};
-use crate::workloads::{self, Workload, WorkloadArgs};
-use anyhow::{Context, Result};
+use crate::workloads::{self, WorkloadSpec};
+use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 #[derive(Parser)]
 #[command(name = "dbvs", version, about = "What does this change cost my database? Database benchmark studies.")]
@@ -59,8 +57,12 @@ struct DbArgs {
     /// Where to run: sqlite:PATH (the pristine database file), postgres://USER@HOST[:PORT]/DB or
     /// mysql://USER@HOST[:PORT]/DB (DB is the pristine database; runs use copies; needs CREATEDB or
     /// CREATE), or managed-postgres[:VERSION] / managed-mariadb (a private instance dbvs starts and stops).
-    #[arg(long, value_name = "TARGET")]
-    target: String,
+    #[arg(long, value_name = "TARGET", required_unless_present = "spec")]
+    target: Option<String>,
+    /// Everything about the run from a run spec (JSON) that dbvs wrote for a child process;
+    /// takes no other flag.
+    #[arg(long, value_name = "FILE", hide = true, exclusive = true)]
+    spec: Option<PathBuf>,
     /// The workload.
     #[arg(long, default_value = "ds2", value_parser = clap::builder::PossibleValuesParser::new(workloads::NAMES))]
     workload: String,
@@ -108,11 +110,24 @@ fn parse_server_setting(s: &str) -> Result<(String, String), String> {
 }
 
 impl DbArgs {
-    /// The workload alone (a multi-instance run makes one per instance).
-    fn workload(&self, cold: bool) -> Result<Box<dyn Workload>> {
-        workloads::by_name(
-            &self.workload,
-            &WorkloadArgs {
+    /// The run spec a parent wrote (`--spec`), if one was given.
+    fn spec_file(&self) -> Option<Result<crate::run::RunSpec>> {
+        self.spec.as_deref().map(crate::run::RunSpec::read)
+    }
+
+    /// Which database and workload: from `--spec`, or from the flags.
+    fn db(&self, cold: bool) -> Result<DbSpec> {
+        match self.spec_file() {
+            Some(spec) => Ok(spec?.db),
+            None => Ok(self.flags(cold)),
+        }
+    }
+
+    fn flags(&self, cold: bool) -> DbSpec {
+        DbSpec {
+            target: self.target.clone().unwrap_or_default(),
+            workload: WorkloadSpec {
+                name: self.workload.clone(),
                 size: self.size.clone(),
                 seed: self.seed,
                 ds2: self.ds2.clone(),
@@ -121,42 +136,15 @@ impl DbArgs {
                 bignw: self.bignw.clone(),
                 cold,
             },
-        )
+            key_file: self.key_file.clone(),
+            key_kind: self.key_kind,
+            cipher_pragmas: self.cipher_pragma.clone(),
+            password_file: self.password_file.clone(),
+            data_dir: self.data_dir.clone(),
+            server_settings: self.server_setting.clone(),
+            limits: None,
+        }
     }
-
-    /// The target and the workload; `cold` when runs start from cold caches.
-    fn open(&self, cold: bool) -> Result<(Box<dyn targets::Target>, Box<dyn Workload>)> {
-        let key = self.key_file.as_deref().map(|f| sqlite::Key::from_file(f, self.key_kind)).transpose()?;
-        let workload = self.workload(cold)?;
-        let password = match &self.password_file {
-            Some(f) => Some(sqlite::read_secret_file(f)?),
-            None => None,
-        };
-        let id = workload.build_identity();
-        // Named after the build, so workloads sharing one (tpcc and batch) share the database.
-        let size = id["size"].to_ascii_lowercase().replace('.', "p");
-        let default_db = format!("{}_{size}_s{}", id["workload"], self.seed);
-        let target = targets::parse(
-            &self.target,
-            targets::TargetOptions {
-                key,
-                cipher_pragmas: self.cipher_pragma.clone(),
-                password,
-                data_dir: self.data_dir.clone(),
-                server_settings: self.server_setting.clone(),
-                default_db,
-            },
-        )?;
-        Ok((target, workload))
-    }
-}
-
-/// Parses `60s`, `10m`, `1h30m`, or a plain number of seconds (`0.5`).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    if let Ok(secs) = s.parse::<f64>() {
-        return Duration::try_from_secs_f64(secs).map_err(|_| format!("'{s}' is not a valid number of seconds"));
-    }
-    humantime::parse_duration(s).map_err(|e| format!("'{s}' is not a duration ({e}); use e.g. 90s, 10m or 1h"))
 }
 
 pub fn main() -> ExitCode {
@@ -209,24 +197,9 @@ fn one_line(msg: &str) -> String {
     out
 }
 
-/// Creates (truncates) an output file up front, so a bad path fails before a long run.
-fn create_output(path: &std::path::Path) -> Result<std::fs::File> {
-    std::fs::File::create(path).with_context(|| format!("cannot write {}; choose a writable path", path.display()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_accept_units_and_plain_seconds() {
-        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
-        assert_eq!(parse_duration("0.5"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
-        assert!(parse_duration("soon").is_err());
-        assert!(parse_duration("-1").is_err());
-    }
 
     #[test]
     fn messages_fold_into_one_line() {

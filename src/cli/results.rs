@@ -1,11 +1,13 @@
 //! `dbvs results`, `dbvs report` and `dbvs compare`: reading the results store back.
 
+use crate::driver::{LatencySummary, RunStatus};
+use crate::record::RunRecord;
 use crate::report::{Format, StudyReport};
 use crate::store::{self, Store};
+use crate::workloads::measure::value_of;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
-use serde_json::Value;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -136,31 +138,44 @@ pub fn report(args: ReportArgs) -> Result<ExitCode> {
 
 pub fn compare(args: CompareArgs) -> Result<ExitCode> {
     let s = open()?;
-    let load = |id: i64| -> Result<Value> {
+    let load = |id: i64| -> Result<RunRecord> {
         let r = s.run(id)?;
         let json = r
             .record_json
             .with_context(|| format!("run {id} failed without a record: {}", r.cause.unwrap_or_default()))?;
-        Ok(serde_json::from_str(&json)?)
+        serde_json::from_str(&json).with_context(|| format!("run {id}'s stored record is unreadable"))
     };
     let (a, b) = (load(args.run_a)?, load(args.run_b)?);
-    let mut rows: Vec<(String, Option<f64>, Option<f64>)> = ["opm", "orders", "rollback_rate"]
-        .iter()
-        .map(|k| (k.to_string(), a["metrics"][k].as_f64(), b["metrics"][k].as_f64()))
-        .collect();
-    if let Some(ops) = a["metrics"]["latency_ms"].as_object() {
-        for op in ops.keys() {
-            for stat in ["avg_ms", "p95_ms", "p99_ms"] {
-                let get = |v: &Value| v["metrics"]["latency_ms"][op][stat].as_f64();
-                rows.push((format!("{op} {stat}"), get(&a), get(&b)));
-            }
+    for (id, r) in [(args.run_a, &a), (args.run_b, &b)] {
+        if r.status != RunStatus::Completed {
+            println!("note: run {id} did not complete ({}); its figures cover only what it measured", status_text(r));
         }
     }
-    rows.push((
-        "process CPU %".into(),
-        a["driver"]["process_cpu_pct"].as_f64(),
-        b["driver"]["process_cpu_pct"].as_f64(),
-    ));
+    let mut rows: Vec<(String, Option<f64>, Option<f64>)> = Vec::new();
+    for m in std::iter::once(&a.headline).chain(&a.measures) {
+        if !rows.iter().any(|(n, _, _)| *n == m.name) {
+            rows.push((
+                m.name.clone(),
+                m.value,
+                value_of(&b.measures, &m.name).or(b.headline.value.filter(|_| b.headline.name == m.name)),
+            ));
+        }
+    }
+    let rate = |r: &RunRecord| (r.counts.units > 0).then(|| r.counts.rollbacks as f64 / r.counts.units as f64);
+    rows.push(("units".into(), Some(a.counts.units as f64), Some(b.counts.units as f64)));
+    rows.push(("rollback rate".into(), rate(&a), rate(&b)));
+    for (op, la) in std::iter::once(("unit", &a.unit_latency)).chain(a.latency.iter().map(|(n, l)| (n.as_str(), l))) {
+        let lb =
+            if op == "unit" { Some(&b.unit_latency) } else { b.latency.iter().find(|(n, _)| n == op).map(|(_, l)| l) };
+        for (stat, f) in [
+            ("avg_ms", (|l: &LatencySummary| l.avg_ms) as fn(&LatencySummary) -> f64),
+            ("p95_ms", |l| l.p95_ms),
+            ("p99_ms", |l| l.p99_ms),
+        ] {
+            rows.push((format!("{op} {stat}"), Some(f(la)), lb.map(f)));
+        }
+    }
+    rows.push(("process CPU %".into(), Some(a.driver.process_cpu_pct), Some(b.driver.process_cpu_pct)));
     let mut t = table(&["metric", &format!("run {}", args.run_a), &format!("run {}", args.run_b), "B vs A"]);
     let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
     for (name, x, y) in rows {
@@ -173,4 +188,11 @@ pub fn compare(args: CompareArgs) -> Result<ExitCode> {
     println!("{t}");
     println!("Two single runs carry no confidence interval; run a study for a verdict.");
     Ok(ExitCode::SUCCESS)
+}
+
+fn status_text(r: &RunRecord) -> String {
+    match &r.status {
+        RunStatus::Failed(c) => format!("failed: {c}"),
+        s => format!("{s:?}").to_lowercase(),
+    }
 }

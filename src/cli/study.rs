@@ -1,7 +1,7 @@
 //! `dbvs study FILE`: run a study and write its reports.
 
-use super::parse_duration;
 use crate::study::{self, Options};
+use crate::sys::units::parse_duration;
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;

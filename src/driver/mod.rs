@@ -9,7 +9,7 @@ pub mod stats;
 
 use crate::interrupt::{self, Stop};
 use rand::{Rng, SeedableRng};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use stats::{Counters, SharedStats};
 pub use stats::{FromStart, LatencySummary, Measured, Outcome, UnitRecorder};
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::Relaxed};
@@ -86,7 +86,7 @@ mod secs {
 }
 
 /// One reporting interval of the measured window (DS2 prints one every 10 s).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct IntervalSample {
     /// Seconds since the statistics were last reset.
     pub et_s: f64,
@@ -145,7 +145,7 @@ pub enum Event<'a> {
     WindowEnd,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status", content = "cause", rename_all = "lowercase")]
 pub enum RunStatus {
     Completed,

@@ -164,7 +164,7 @@ pub struct Counters {
 }
 
 /// Totals since the run started, warmup included: what the database must now reflect.
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize, PartialEq)]
 pub struct FromStart {
     pub committed: u64,
     pub rolled_back: u64,

@@ -2,6 +2,7 @@
 //! only format; every number in them was computed by the study and the stats module.
 
 mod charts;
+pub mod cipher;
 mod csv;
 pub(crate) mod html;
 mod json;
@@ -14,8 +15,6 @@ pub(crate) use charts::PALETTE;
 use crate::driver::LatencySummary;
 use crate::host::HostInfo;
 use crate::stats::{RatioEstimate, Summary, Verdict};
-use crate::study::canary::CanaryResult;
-use crate::study::measures::Measure;
 use crate::variants::VariantInfo;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
@@ -23,6 +22,36 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Everything a study found, as stored in the results store and rendered by exporters.
+/// What the plaintext canary scan found in one variant's bytes at rest.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CanaryResult {
+    pub variant: String,
+    pub scanned: Vec<std::path::PathBuf>,
+    pub bytes_scanned: u64,
+    pub hits: u64,
+    /// Whether the data at rest is supposed to be ciphertext.
+    pub encrypted: bool,
+    pub ok: bool,
+}
+
+/// One thing a study compares: a workload's measure (e.g. `tpcc query / TPM`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Measure {
+    /// The workload's label (e.g. `tpcc hammerora-query`).
+    pub workload: String,
+    /// What is measured, e.g. `TPM` or `q1 latency`.
+    pub name: String,
+    pub unit: String,
+    pub higher_is_better: bool,
+}
+
+impl Measure {
+    /// A unique key: `workload / name`.
+    pub fn key(&self) -> String {
+        format!("{} / {}", self.workload, self.name)
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct StudyReport {
     pub study_id: i64,
@@ -70,7 +99,7 @@ pub struct VariantReport {
     pub telemetry: Option<VariantTelemetry>,
     /// What the variant's cgroup limits did per run, averaged over those runs.
     #[serde(default)]
-    pub limits: Option<crate::variants::cgroup::Usage>,
+    pub limits: Option<crate::sys::cgroup::Usage>,
     /// With several instances per run: each instance's headline, averaged over the runs.
     #[serde(default)]
     pub per_instance: Vec<f64>,
@@ -124,7 +153,7 @@ pub struct RunRow {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Sut {
     pub host: HostInfo,
-    pub engine: String,
+    pub engine: crate::targets::Engine,
     pub engine_versions: BTreeMap<String, String>,
     pub dbvs_version: String,
     pub workload: serde_json::Value,
@@ -253,7 +282,6 @@ pub(crate) mod sample {
                     name: "OPM".into(),
                     unit: "orders/min".into(),
                     higher_is_better: true,
-                    pointer: "/metrics/opm".into(),
                 },
                 summaries: vec![("plain".into(), summarize(&base)), ("sqlcipher".into(), summarize(&enc))],
                 comparisons: vec![Comparison {
@@ -282,7 +310,7 @@ pub(crate) mod sample {
             canary: vec![],
             sut: Sut {
                 host: crate::host::collect(),
-                engine: "sqlite".into(),
+                engine: crate::targets::Engine::Sqlite,
                 engine_versions: BTreeMap::from([("sqlite".into(), "3.x".into())]),
                 dbvs_version: "0.1.0".into(),
                 workload: serde_json::json!({"name": "ds2"}),

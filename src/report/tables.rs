@@ -158,7 +158,7 @@ pub fn machine(r: &StudyReport) -> Table {
                 },
                 p.per_watt
                     .map_or("-".into(), |x| format!("{} {}", number(x), p.per_watt_unit.as_deref().unwrap_or(""))),
-                v.limits.as_ref().map_or("-".into(), crate::variants::cgroup::describe),
+                v.limits.as_ref().map_or("-".into(), crate::sys::cgroup::describe),
             ])
         })
         .collect();
@@ -346,7 +346,7 @@ pub fn sut(r: &StudyReport) -> Table {
         ],
         vec!["memory".into(), format!("{:.1} GiB", h.memory_bytes as f64 / (1u64 << 30) as f64)],
         vec!["OS / kernel".into(), format!("{} / {}", h.os, h.kernel)],
-        vec!["engine".into(), r.sut.engine.clone()],
+        vec!["engine".into(), r.sut.engine.to_string()],
     ];
     rows.extend(r.sut.engine_versions.iter().map(|(k, v)| vec![format!("{k} version"), v.clone()]));
     rows.push(vec!["dbvs".into(), r.sut.dbvs_version.clone()]);

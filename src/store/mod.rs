@@ -2,6 +2,8 @@
 //! samples. Each run is committed in its own transaction the moment it ends (WAL, full
 //! sync), so a study killed with -9 loses nothing it had finished.
 
+use crate::driver::RunStatus;
+use crate::record::RunRecord;
 use anyhow::{Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
@@ -29,17 +31,9 @@ pub struct Store {
     pub path: PathBuf,
 }
 
-/// dbvs's data directory: `$XDG_DATA_HOME/dbvs`, else `~/.local/share/dbvs`.
-pub fn data_home() -> PathBuf {
-    let base = std::env::var_os("XDG_DATA_HOME").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into())).join(".local/share")
-    });
-    base.join("dbvs")
-}
-
-/// Where the store lives: `$DBVS_RESULTS`, else `results.db` in [`data_home`].
+/// Where the store lives: `$DBVS_RESULTS`, else `results.db` in [`crate::sys::data_home`].
 pub fn default_path() -> PathBuf {
-    std::env::var_os("DBVS_RESULTS").map_or_else(|| data_home().join("results.db"), PathBuf::from)
+    std::env::var_os("DBVS_RESULTS").map_or_else(|| crate::sys::data_home().join("results.db"), PathBuf::from)
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -119,13 +113,15 @@ impl Store {
         Ok(())
     }
 
-    /// Stores a finished run's record (completed, interrupted or failed) with its metrics and
-    /// per-interval samples; `headline` names the metric listings show.
-    pub fn add_run(&mut self, at: Option<Placement>, record: &serde_json::Value, headline: &str) -> Result<i64> {
-        let status = record["status"].as_str().unwrap_or("failed");
-        let cause = record["cause"].as_str();
+    /// Stores a finished run's record (completed, interrupted or failed) with its headline,
+    /// measures and per-interval samples.
+    pub fn add_run(&mut self, at: Option<Placement>, record: &RunRecord) -> Result<i64> {
+        let (status, cause) = match &record.status {
+            RunStatus::Completed => ("completed", None),
+            RunStatus::Interrupted => ("interrupted", None),
+            RunStatus::Failed(c) => ("failed", Some(c.as_str())),
+        };
         let json = serde_json::to_string(record)?;
-        let value = record["metrics"][headline].as_f64();
         let tx = self.conn.transaction()?;
         tx.execute(
             "INSERT INTO runs (study_id, block, variant, workload, status, cause, finished_at, headline, record_json) \
@@ -134,33 +130,28 @@ impl Store {
                 at.as_ref().map(|p| p.study),
                 at.as_ref().map(|p| p.block as i64),
                 at.as_ref().map(|p| p.variant),
-                record["workload"].as_str().unwrap_or("unknown"),
+                record.workload,
                 status,
                 cause,
                 now(),
-                value,
+                record.headline.value,
                 json
             ],
         )?;
         let id = tx.last_insert_rowid();
-        if let serde_json::Value::Object(m) = &record["metrics"] {
-            for (k, v) in m.iter().filter_map(|(k, v)| v.as_f64().map(|v| (k, v))) {
-                tx.execute("INSERT INTO metrics VALUES (?1, ?2, ?3)", params![id, k, v])?;
+        let mut named: Vec<(&str, f64)> = vec![];
+        for m in std::iter::once(&record.headline).chain(&record.measures) {
+            if let Some(v) = m.value.filter(|_| !named.iter().any(|(n, _)| *n == m.name)) {
+                named.push((&m.name, v));
             }
         }
-        for s in record["intervals"].as_array().into_iter().flatten() {
-            let f = |k: &str| s[k].as_f64().unwrap_or(0.0);
+        for (name, v) in named {
+            tx.execute("INSERT INTO metrics VALUES (?1, ?2, ?3)", params![id, name, v])?;
+        }
+        for s in &record.intervals {
             tx.execute(
                 "INSERT INTO samples VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![
-                    id,
-                    f("et_s"),
-                    s["units"].as_i64().unwrap_or(0),
-                    f("per_min"),
-                    f("interval_per_min"),
-                    f("avg_ms"),
-                    f("rollback_pct")
-                ],
+                params![id, s.et_s, s.units as i64, s.per_min, s.interval_per_min, s.avg_ms, s.rollback_pct],
             )?;
         }
         tx.commit()?;

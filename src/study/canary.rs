@@ -3,20 +3,8 @@
 //! proves the scan can see plaintext); encrypted storage must show none.
 
 use anyhow::{Context, Result};
-use serde::Serialize;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-
-#[derive(Clone, Debug, Serialize, serde::Deserialize)]
-pub struct CanaryResult {
-    pub variant: String,
-    pub scanned: Vec<PathBuf>,
-    pub bytes_scanned: u64,
-    pub hits: u64,
-    /// Whether the data at rest is supposed to be ciphertext.
-    pub encrypted: bool,
-    pub ok: bool,
-}
 
 /// Counts occurrences of `marker` in every file under `paths` (recursively).
 pub fn scan(paths: &[PathBuf], marker: &[u8]) -> Result<(u64, u64)> {

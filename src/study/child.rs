@@ -1,12 +1,15 @@
 //! Runs `dbvs build` and `dbvs run` as child processes for a variant: arguments, the
 //! variant's environment, logs, Ctrl-C forwarding, and the run record read back as JSON.
 
-use super::canary::{self, CanaryResult};
+use super::canary;
 use super::file::{StudyFile, WorkloadConfig};
 use crate::interrupt;
+use crate::record::RunRecord;
+use crate::report::CanaryResult;
+use crate::run::{DbSpec, LimitScope, Limits, PacingSpec, RunSpec, TelemetrySpec};
+use crate::targets::Engine;
 use crate::variants::{Prepared, VariantConfig};
 use anyhow::{bail, Context as _, Result};
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -30,29 +33,35 @@ pub fn db_file(w: &WorkloadConfig) -> String {
     format!("{build}-{}.db", slug(w.size.as_deref().unwrap_or("default")))
 }
 
-/// Arguments that pick the database: target, workload, size, seed and encryption. A
-/// managed server keeps every workload's database in its one data directory.
-fn db_args(ctx: &Context, p: &Prepared, w: &WorkloadConfig) -> Vec<OsString> {
-    let server_dir = p.data_dir.join("server");
-    let mut a: Vec<OsString> = match ctx.study.target.engine.as_str() {
-        "postgres" => vec!["--target".into(), "managed-postgres".into(), "--data-dir".into(), server_dir.into()],
-        "mariadb" => vec!["--target".into(), "managed-mariadb".into(), "--data-dir".into(), server_dir.into()],
-        _ => vec!["--target".into(), format!("sqlite:{}", p.data_dir.join(db_file(w)).display()).into()],
+/// The database a run uses: target, workload, size, seed and encryption. A managed
+/// server keeps every workload's database in its one data directory.
+fn db_spec(ctx: &Context, p: &Prepared, w: &WorkloadConfig) -> Result<DbSpec> {
+    let server_dir = Some(p.data_dir.join("server"));
+    let (target, data_dir) = match ctx.study.target.engine {
+        Engine::Postgres => ("managed-postgres".to_string(), server_dir),
+        Engine::Mariadb => ("managed-mariadb".to_string(), server_dir),
+        Engine::Sqlite => (format!("sqlite:{}", p.data_dir.join(db_file(w)).display()), None),
     };
-    for (k, v) in ctx.study.target.settings.iter().chain(p.server_settings.iter().map(|(k, v)| (k, v))) {
-        a.extend(["--server-setting".into(), format!("{k}={v}").into()]);
-    }
-    a.extend(["--workload".into(), w.name.clone().into(), "--seed".into(), ctx.study.seed.to_string().into()]);
-    if let Some(size) = &w.size {
-        a.extend(["--size".into(), size.into()]);
-    }
-    if let Some((key, kind)) = &p.key {
-        a.extend(["--key-file".into(), key.into(), "--key-kind".into(), format!("{kind:?}").to_lowercase().into()]);
-    }
-    for c in &p.cipher_pragmas {
-        a.extend(["--cipher-pragma".into(), c.into()]);
-    }
-    a
+    let settings = ctx.study.target.settings.iter().map(|(k, v)| (k.clone(), v.clone()));
+    Ok(DbSpec {
+        target,
+        workload: w.args(ctx.study.seed)?,
+        key_file: p.key.as_ref().map(|(f, _)| f.clone()),
+        key_kind: p.key.as_ref().map(|(_, k)| *k).unwrap_or_default(),
+        cipher_pragmas: p.cipher_pragmas.clone(),
+        password_file: None,
+        data_dir,
+        server_settings: settings.chain(p.server_settings.iter().cloned()).collect(),
+        limits: None,
+    })
+}
+
+/// Writes `spec` beside the run's record, where a child reads it (and a person can rerun it
+/// with `dbvs run --spec FILE`).
+fn spec_file(ctx: &Context, name: &str, spec: &RunSpec) -> Result<PathBuf> {
+    let path = ctx.out.join("runs").join(format!("{name}.spec.json"));
+    spec.write(&path)?;
+    Ok(path)
 }
 
 fn log_file(ctx: &Context, name: &str) -> Result<(PathBuf, std::fs::File)> {
@@ -92,8 +101,10 @@ pub fn build(ctx: &Context, v: &VariantConfig, p: &Prepared, w: &WorkloadConfig)
         return Ok(());
     }
     let (log_path, log) = log_file(ctx, &format!("build-{}-{}.log", v.name, slug(&w.label())))?;
+    let name = format!("build-{}-{}", v.name, slug(&w.label()));
+    let spec = RunSpec::of(db_spec(ctx, p, w)?);
     let mut cmd = Command::new(ctx.exe);
-    cmd.arg("build").args(db_args(ctx, p, w)).envs(p.env.iter().map(|(k, v)| (k, v)));
+    cmd.arg("build").arg("--spec").arg(spec_file(ctx, &name, &spec)?).envs(p.env.iter().map(|(k, v)| (k, v)));
     let status = wait(cmd, log)?;
     if interrupt::interrupted() {
         return Err(interrupt::Interrupted.into());
@@ -113,7 +124,7 @@ pub fn run(
     w: &WorkloadConfig,
     tag: &str,
     keep_for_scan: bool,
-) -> Result<serde_json::Value> {
+) -> Result<RunRecord> {
     let name = format!("{tag}-{}-{}", v.name, slug(&w.label()));
     let json = ctx.out.join("runs").join(format!("{name}.json"));
     let (log_path, log) = log_file(ctx, &format!("{name}.log"))?;
@@ -129,7 +140,7 @@ pub fn run(
         ]);
         cmd.args(["--runs".to_string(), w.repeat.unwrap_or(3).to_string()]);
         cmd.arg("--json").arg(&json).envs(p.env.iter().map(|(k, v)| (k, v)));
-        crate::variants::cgroup::join_on_spawn(&mut cmd, &p.cgroups)?;
+        crate::sys::cgroup::join_on_spawn(&mut cmd, &p.cgroups)?;
         return finish(cmd, log, &json, &log_path);
     }
     if w.name == "fileio" {
@@ -147,97 +158,56 @@ pub fn run(
             cmd.arg("--keep");
         }
         cmd.arg("--json").arg(&json).envs(p.env.iter().map(|(k, v)| (k, v)));
-        crate::variants::cgroup::join_on_spawn(&mut cmd, &p.cgroups)?;
+        crate::sys::cgroup::join_on_spawn(&mut cmd, &p.cgroups)?;
         return finish(cmd, log, &json, &log_path);
     }
-    cmd.arg("run").args(db_args(ctx, p, w)).args([
-        "--no-store".to_string(),
-        "--threads".into(),
-        w.threads.to_string(),
-        "--instances".into(),
-        w.instances.to_string(),
-        "--ramp-rate".into(),
-        w.ramp_rate.to_string(),
-    ]);
-    // A fixed amount of work per user (seed 002: 1000 requests each), or a timed window.
-    match w.iterations {
-        Some(n) => cmd.args(["--iterations".to_string(), n.to_string()]),
-        None => cmd.args([
-            "--duration".to_string(),
-            format!("{}", w.duration.as_secs_f64()),
-            "--warmup".into(),
-            format!("{}", w.warmup.as_secs_f64()),
-        ]),
-    };
-    match w.random_sleep {
-        Some(max) => cmd.args(["--random-sleep".to_string(), format!("{}", max.as_secs_f64())]),
-        None => cmd.args(["--think-time".to_string(), format!("{}", w.think_time.as_secs_f64())]),
-    };
-    match w.name.as_str() {
-        "ds2" => {
-            let mix = w.mix();
-            cmd.args([
-                "--pct-newcustomers".to_string(),
-                mix.pct_newcustomers.to_string(),
-                "--n-searches".into(),
-                mix.n_searches.to_string(),
-                "--search-batch-size".into(),
-                mix.search_batch_size.to_string(),
-                "--n-line-items".into(),
-                mix.n_line_items.to_string(),
-            ]);
-        }
-        "tpcc" => {
-            cmd.args(["--profile", w.profile.as_deref().unwrap_or("standard")]);
-            if w.spec_pacing {
-                cmd.arg("--spec-pacing");
-            }
-        }
-        "batch" => {
-            cmd.args(["--repeat".to_string(), w.repeat.unwrap_or(5).to_string()]);
-        }
-        // One unit per run: the blocks are the repetitions, in the balanced order.
-        "bignw" => {
-            let b = w.benchmarks.as_ref().and_then(|b| b.first()).copied().unwrap_or(1);
-            cmd.args(["--benchmark".to_string(), b.to_string(), "--repeat".into(), w.repeat.unwrap_or(1).to_string()]);
-            if let Some(t) = w.unit_time {
-                cmd.args(["--unit-time".to_string(), t.as_secs_f64().to_string()]);
-            }
-            if let Some(k) = w.unit_iterations {
-                cmd.args(["--unit-iterations".to_string(), k.to_string()]);
-            }
-        }
-        _ => {}
-    }
-    // About a dozen samples per run for the over-time chart, at least 1 s apart.
-    let interval = (w.duration / 12).clamp(Duration::from_secs(1), Duration::from_secs(10));
-    cmd.args(["--report-interval".to_string(), format!("{}", interval.as_secs_f64())]);
-    cmd.args(["--power", &ctx.study.power, "--idle-power", &ctx.study.idle_power.as_secs_f64().to_string()]);
-    cmd.arg("--json").arg(&json).args(&p.run_args).envs(p.env.iter().map(|(k, v)| (k, v)));
-    // A server's data directory already holds the pristine database, its logs and WAL;
-    // SQLite's run copy is kept so the scan also sees what a run wrote.
-    if w.cold {
-        cmd.arg("--cold");
-    }
+    let mut db = db_spec(ctx, p, w)?;
     // Limits apply where the engine runs: the run process for SQLite, else the server.
-    if ctx.study.target.engine == "sqlite" {
-        crate::variants::cgroup::join_on_spawn(&mut cmd, &p.cgroups)?;
-    } else if !p.cgroups.is_empty() {
-        cmd.env(crate::variants::cgroup::SCOPE_ENV, "server");
+    let scope = if ctx.study.target.engine == Engine::Sqlite { LimitScope::Process } else { LimitScope::Server };
+    if !p.cgroups.is_empty() {
+        db.limits = Some(Limits { groups: p.cgroups.clone(), applies_to: scope });
     }
-    if keep_for_scan && ctx.study.target.engine == "sqlite" {
-        cmd.arg("--keep-db").arg(p.data_dir.join(SCAN_COPY));
+    if scope == LimitScope::Process {
+        crate::sys::cgroup::join_on_spawn(&mut cmd, &p.cgroups)?;
     }
+    let spec = RunSpec {
+        db,
+        pacing: PacingSpec {
+            threads: w.threads,
+            // A fixed amount of work per user (seed 002: 1000 requests each), or a timed window.
+            duration: w.iterations.is_none().then_some(w.duration),
+            warmup: w.iterations.is_none().then_some(w.warmup),
+            iterations: w.iterations,
+            think_time: w.think_time,
+            random_sleep: w.random_sleep,
+            ramp_rate: w.ramp_rate,
+            // About a dozen samples per run for the over-time chart, at least 1 s apart.
+            report_interval: (w.duration / 12).clamp(Duration::from_secs(1), Duration::from_secs(10)),
+            inject_delay: p.inject_delay,
+        },
+        instances: w.instances,
+        cold: w.cold,
+        telemetry: TelemetrySpec {
+            power: ctx.study.power.parse().map_err(anyhow::Error::msg)?,
+            idle_power: ctx.study.idle_power,
+            ..TelemetrySpec::default()
+        },
+        json: Some(json.clone()),
+        store: false,
+        // A server's data directory already holds the pristine database, its logs and WAL;
+        // SQLite's run copy is kept so the scan also sees what a run wrote.
+        keep_db: (keep_for_scan && ctx.study.target.engine == Engine::Sqlite)
+            .then(|| p.data_dir.join(SCAN_COPY).display().to_string()),
+    };
+    cmd.arg("run").arg("--spec").arg(spec_file(ctx, &name, &spec)?).envs(p.env.iter().map(|(k, v)| (k, v)));
     finish(cmd, log, &json, &log_path)
 }
 
 /// Waits for a child run and reads its record back.
-fn finish(cmd: Command, log: std::fs::File, json: &Path, log_path: &Path) -> Result<serde_json::Value> {
+fn finish(cmd: Command, log: std::fs::File, json: &Path, log_path: &Path) -> Result<RunRecord> {
     let status = wait(cmd, log)?;
-    match std::fs::read_to_string(json) {
-        Ok(text) if !text.trim().is_empty() => {
-            serde_json::from_str(&text).with_context(|| format!("unreadable run record {}", json.display()))
-        }
+    match std::fs::metadata(json) {
+        Ok(m) if m.len() > 0 => RunRecord::read(json),
         _ => bail!("the run produced no record ({status}): {}", tail(log_path)),
     }
 }

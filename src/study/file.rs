@@ -3,7 +3,7 @@
 
 use crate::variants::VariantConfig;
 use crate::workloads::ds2::Mix;
-use crate::workloads::WorkloadArgs;
+use crate::workloads::WorkloadSpec;
 use anyhow::{bail, Result};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::path::Path;
@@ -62,17 +62,16 @@ impl Default for Blocks {
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TargetConfig {
-    pub engine: String,
+    #[serde(default)]
+    pub engine: crate::targets::Engine,
     /// Server settings for managed instances, e.g. { shared_buffers = "256MB" }.
     #[serde(default)]
     pub settings: std::collections::BTreeMap<String, String>,
 }
 
-pub const ENGINES: &[&str] = &["sqlite", "postgres", "mariadb"];
-
 impl Default for TargetConfig {
     fn default() -> Self {
-        Self { engine: "sqlite".into(), settings: Default::default() }
+        Self { engine: crate::targets::Engine::Sqlite, settings: Default::default() }
     }
 }
 
@@ -120,6 +119,13 @@ pub struct WorkloadConfig {
     pub unit_time: Option<Duration>,
     /// bignw: iterations per unit; without it the study calibrates on the baseline.
     pub unit_iterations: Option<u64>,
+    /// What a calibration run found, handed to every later run (see `Workload::calibration`).
+    #[serde(skip)]
+    pub calibration: Option<String>,
+    /// Which entry of the file this came from (bignw entries split into one per benchmark),
+    /// so errors point at its lines.
+    #[serde(skip)]
+    pub(crate) entry: usize,
     /// Independent databases run side by side, each with `threads` workers (ds2, tpcb,
     /// tpcc); the measure is their total.
     #[serde(default = "one")]
@@ -137,9 +143,10 @@ impl WorkloadConfig {
     }
 
     /// The workload's arguments, as `dbvs run` would build them; checks sizes and profiles.
-    pub fn args(&self, seed: u64) -> Result<WorkloadArgs> {
+    pub fn args(&self, seed: u64) -> Result<WorkloadSpec> {
         let d = crate::workloads::batch::Options::default();
-        Ok(WorkloadArgs {
+        Ok(WorkloadSpec {
+            name: self.name.clone(),
             size: self.size.clone(),
             seed,
             ds2: self.mix(),
@@ -151,10 +158,16 @@ impl WorkloadConfig {
             bignw: crate::workloads::bignw::Options {
                 benchmarks: self.benchmarks.clone().unwrap_or_default(),
                 unit_time: self.unit_time.unwrap_or(Duration::from_secs(5)),
-                unit_iterations: self.unit_iterations.map(|k| k.to_string()),
+                unit_iterations: self.calibration.clone().or(self.unit_iterations.map(|k| k.to_string())),
             },
             cold: self.cold,
         })
+    }
+
+    /// Whether a pilot run must calibrate this workload before the blocks (bignw without
+    /// fixed iterations per unit).
+    pub fn needs_calibration(&self) -> bool {
+        self.name == "bignw" && self.unit_iterations.is_none() && self.calibration.is_none()
     }
 
     /// A bignw entry as one workload per benchmark; every other workload as it is.
@@ -220,7 +233,7 @@ fn default_ramp_rate() -> f64 {
 
 fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     let s = String::deserialize(d)?;
-    crate::cli::parse_duration(&s).map_err(serde::de::Error::custom)
+    crate::sys::units::parse_duration(&s).map_err(serde::de::Error::custom)
 }
 
 fn optional_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
@@ -266,23 +279,17 @@ impl StudyFile {
             }
             file.workloads.push(w);
         }
+        for (i, w) in file.workloads.iter_mut().enumerate() {
+            w.entry = i;
+        }
         file.workloads = file.workloads.into_iter().flat_map(WorkloadConfig::split).collect();
-        file.check(&text).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
+        let places = Places::of(&text);
+        file.check(&places).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
         Ok((file, text))
     }
 
-    fn check(&self, text: &str) -> Result<()> {
-        let at = |needle: &str| {
-            text.lines().position(|l| l.contains(needle)).map_or(String::new(), |i| format!("line {}: ", i + 1))
-        };
-        if !ENGINES.contains(&self.target.engine.as_str()) {
-            bail!(
-                "{}target.engine '{}' is unknown; use one of {}",
-                at("engine"),
-                self.target.engine,
-                ENGINES.join(", ")
-            );
-        }
+    fn check(&self, places: &Places) -> Result<()> {
+        let at = |needle: &str| places.line(None, needle);
         for (k, v) in &self.target.settings {
             crate::targets::managed_pg::parse_setting(&format!("{k}={v}"))
                 .map_err(|e| anyhow::anyhow!("{}target.settings: {e}", at(k)))?;
@@ -294,6 +301,7 @@ impl StudyFile {
             bail!("a study needs a [workload] (or a list of [[workloads]])");
         }
         for (i, w) in self.workloads.iter().enumerate() {
+            let at = |needle: &str| places.line(places.workloads.get(w.entry), needle);
             if w.name == "cipher" {
                 if let Some(c) = &w.cipher {
                     <crate::cipher::Algo as clap::ValueEnum>::from_str(c, false).map_err(|_| {
@@ -307,7 +315,7 @@ impl StudyFile {
                     .map_err(|e| anyhow::anyhow!("{}workload cipher: {e}", at("size")))?;
             } else if w.name == "fileio" {
                 if let Some(size) = &w.size {
-                    crate::workloads::fileio::parse_size(size)
+                    crate::sys::units::parse_bytes(size)
                         .map_err(|e| anyhow::anyhow!("{}workload fileio: {e}", at("size")))?;
                 }
             } else if !crate::workloads::NAMES.contains(&w.name.as_str()) {
@@ -316,7 +324,7 @@ impl StudyFile {
             } else {
                 let args =
                     w.args(self.seed).map_err(|e| anyhow::anyhow!("{}workload {}: {e}", at("profile"), w.name))?;
-                crate::workloads::by_name(&w.name, &args)
+                crate::workloads::by_name(&args)
                     .map_err(|e| anyhow::anyhow!("{}workload {}: {e}", at("size"), w.name))?;
             }
             if w.threads == 0 {
@@ -336,6 +344,7 @@ impl StudyFile {
             bail!("a study needs at least two [[variants]]: a baseline (the first) and something to compare");
         }
         for (i, v) in self.variants.iter().enumerate() {
+            let at = |needle: &str| places.line(places.variants.get(i), needle);
             v.validate().map_err(|e| anyhow::anyhow!("{}{e}", at(&format!("\"{}\"", v.name))))?;
             if self.variants[..i].iter().any(|w| w.name == v.name) {
                 bail!(
@@ -352,6 +361,44 @@ impl StudyFile {
             bail!("{}ci_target must be a fraction between 0 and 1, e.g. 0.01 for 1%", at("ci_target"));
         }
         Ok(())
+    }
+}
+
+/// Where the entries of a study file stand in its text, from the TOML parser's spans, so
+/// an error in the second `[[workloads]]` entry points at that entry's lines.
+struct Places<'a> {
+    text: &'a str,
+    workloads: Vec<std::ops::Range<usize>>,
+    variants: Vec<std::ops::Range<usize>>,
+}
+
+impl<'a> Places<'a> {
+    fn of(text: &'a str) -> Self {
+        #[derive(Deserialize, Default)]
+        struct Spans {
+            #[serde(default)]
+            workload: Option<toml::Spanned<toml::Value>>,
+            #[serde(default)]
+            workloads: Vec<toml::Spanned<toml::Value>>,
+            #[serde(default)]
+            variants: Vec<toml::Spanned<toml::Value>>,
+        }
+        let spans: Spans = toml::from_str(text).unwrap_or_default();
+        let workloads = spans.workload.into_iter().chain(spans.workloads).map(|w| w.span()).collect();
+        Places { text, workloads, variants: spans.variants.iter().map(|v| v.span()).collect() }
+    }
+
+    /// `line N: ` for the first line holding `needle` within `within` (the whole file when
+    /// `None`), else the entry's first line; empty when nothing is found.
+    fn line(&self, within: Option<&std::ops::Range<usize>>, needle: &str) -> String {
+        let range = within.cloned().unwrap_or(0..self.text.len());
+        let start = self.text[..range.start].matches('\n').count();
+        let found = self.text[range.clone()].lines().position(|l| l.contains(needle));
+        match (found, within) {
+            (Some(i), _) => format!("line {}: ", start + i + 1),
+            (None, Some(_)) => format!("line {}: ", start + 1),
+            (None, None) => String::new(),
+        }
     }
 }
 
@@ -417,6 +464,15 @@ kind = "sqlcipher"
         let e =
             load(&many.replace("name = \"batch\"\nrepeat = 3", "name = \"tpcc\"\nprofile = \"query\"")).unwrap_err();
         assert!(e.to_string().contains("label"), "{e}");
+        // An error in the second entry points at the second entry, not at the first's key.
+        let two = many.replace("profile = \"query\"", "profile = \"query\"\nthreads = 2\nsize = \"1\"");
+        let line_of = |text: &str, l: &str| text.lines().position(|x| x == l).unwrap() + 1;
+        let bad = two.replace("repeat = 3", "repeat = 3\nthreads = 0");
+        let e = load(&bad).unwrap_err().to_string();
+        assert!(e.contains(&format!("line {}:", line_of(&bad, "threads = 0"))), "{e}");
+        let bad = two.replace("repeat = 3", "size = \"0\"");
+        let e = load(&bad).unwrap_err().to_string();
+        assert!(e.contains(&format!("line {}:", line_of(&bad, "size = \"0\""))), "{e}");
         let both = format!("{many}\n[workload]\nname = \"ds2\"\n");
         assert!(load(&both).unwrap_err().to_string().contains("not both"));
     }

@@ -14,12 +14,14 @@ pub mod file;
 pub mod measures;
 mod summary;
 
+use crate::driver::RunStatus;
 use crate::interrupt;
+use crate::record::RunRecord;
+use crate::report::CanaryResult;
 use crate::report::{self, RunRow, StudyReport};
 use crate::store::{Placement, Store};
 use crate::variants::{Prepared, VariantConfig};
 use anyhow::{bail, Context, Result};
-use canary::CanaryResult;
 use file::StudyFile;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -47,7 +49,7 @@ struct Active {
     /// Per measure key, the value per block; `None` where the run failed or was not run.
     values: BTreeMap<String, Vec<Option<f64>>>,
     /// Run records with the label of their workload.
-    records: Vec<(String, serde_json::Value)>,
+    records: Vec<(String, RunRecord)>,
     failed: Option<String>,
 }
 
@@ -106,7 +108,9 @@ fn run_blocks(study: &StudyFile, text: &str, opts: Options, store: &mut Store, i
     }
 
     let workloads = calibrate(&ctx, &active[0], &study.workloads)?;
-    let all_measures: Vec<measures::Measure> = workloads.iter().flat_map(measures::of).collect();
+    let per_workload: Vec<Vec<measures::Measure>> =
+        workloads.iter().map(|w| measures::of(w, study.seed)).collect::<Result<_>>()?;
+    let all_measures: Vec<measures::Measure> = per_workload.concat();
     let mut canaries: Vec<CanaryResult> = Vec::new();
     let mut rows: Vec<RunRow> = Vec::new();
     let mut block_times: Vec<f64> = Vec::new();
@@ -131,21 +135,22 @@ fn run_blocks(study: &StudyFile, text: &str, opts: Options, store: &mut Store, i
             // The cipher benchmark works in memory and leaves nothing at rest to scan.
             let scan = block == 0 && w.name != "cipher" && !canaries.iter().any(|c| c.variant == a.cfg.name);
             let result = child::run(&ctx, &a.cfg, &a.prepared, w, &format!("block{:02}", block + 1), scan);
-            let (row, value) = record_run(store, Placement { study: id, block, variant: &a.cfg.name }, w, result)?;
+            let (row, record) = record_run(store, Placement { study: id, block, variant: &a.cfg.name }, w, result)?;
             if let Some(cause) = row.cause.clone().filter(|_| row.status == "failed") {
                 eprintln!("variant {}: {} run failed: {cause}", a.cfg.name, w.label());
                 a.failed = Some(cause);
             }
-            for m in measures::of(w) {
+            for m in &per_workload[wi] {
                 let per_block = a.values.entry(m.key()).or_default();
                 per_block.resize(block + 1, None);
-                per_block[block] = value.as_ref().and_then(|v| m.value(v)).filter(|_| row.status == "completed");
+                per_block[block] = record.as_ref().filter(|r| r.counts()).and_then(|r| r.measure(&m.name));
             }
-            if let Some(v) = &value {
-                a.records.push((w.label(), v.clone()));
+            let value = record.is_some();
+            if let Some(r) = record {
+                a.records.push((w.label(), r));
             }
             rows.push(row);
-            if scan && value.is_some() {
+            if scan && value {
                 let c = child::scan_canary(&a.cfg.name, &a.prepared)?;
                 if !c.ok {
                     status = ("failed", Some(leak_message(&c)));
@@ -214,7 +219,7 @@ fn run_blocks(study: &StudyFile, text: &str, opts: Options, store: &mut Store, i
 }
 
 pub(crate) fn prepare(ctx: &child::Context, v: &VariantConfig, dir: &Path) -> Result<Prepared> {
-    v.preflight(&ctx.study.target.engine)?;
+    v.preflight(ctx.study.target.engine)?;
     std::fs::create_dir_all(dir)?;
     let p = v.setup(dir)?;
     let mut built = std::collections::BTreeSet::new();
@@ -243,27 +248,28 @@ fn block_order(active: &[Active], workloads: usize, seed: u64) -> Vec<(usize, us
     order
 }
 
-/// Fixes bignw's iterations per unit with one pilot run per benchmark on the baseline, so
-/// every variant does the same work (the seed derived its iteration counts once, too).
+/// Calibrates workloads that need it (bignw's iterations per unit) with one pilot run on
+/// the baseline, so every variant does the same work (the seed derived its iteration
+/// counts once, too).
 fn calibrate(
     ctx: &child::Context,
     base: &Active,
     workloads: &[file::WorkloadConfig],
 ) -> Result<Vec<file::WorkloadConfig>> {
     let mut out = workloads.to_vec();
-    for w in out.iter_mut().filter(|w| w.name == "bignw" && w.unit_iterations.is_none()) {
-        let b = w.benchmarks.as_ref().and_then(|b| b.first()).copied().unwrap_or(1);
+    for w in out.iter_mut().filter(|w| w.needs_calibration()) {
         let pilot = file::WorkloadConfig { repeat: Some(1), ..w.clone() };
         let record = child::run(ctx, &base.cfg, &base.prepared, &pilot, "calibration", false)
-            .and_then(|r| match r["status"].as_str() {
-                Some("completed") => Ok(r),
-                _ => bail!("{}", r["cause"].as_str().unwrap_or("the run failed")),
+            .and_then(|r| match &r.status {
+                RunStatus::Completed => Ok(r),
+                _ => bail!("{}", r.cause().unwrap_or("the run did not complete")),
             })
             .with_context(|| format!("calibrating {} on the baseline", w.label()))?;
-        let k = record["metrics"]["benchmarks"][format!("b{b}")]["iterations"].as_u64().filter(|&k| k > 0);
-        w.unit_iterations =
-            Some(k.with_context(|| format!("calibrating {}: the pilot run reported no iterations", w.label()))?);
-        eprintln!("{}: {} iterations per unit", w.label(), w.unit_iterations.unwrap_or(0));
+        let found = record
+            .calibration
+            .with_context(|| format!("calibrating {}: the pilot run reported no calibration", w.label()))?;
+        eprintln!("{}: calibrated ({found})", w.label());
+        w.calibration = Some(found);
         if interrupt::interrupted() {
             return Err(interrupt::Interrupted.into());
         }
@@ -276,30 +282,31 @@ fn record_run(
     store: &mut Store,
     at: Placement,
     w: &file::WorkloadConfig,
-    result: Result<serde_json::Value>,
-) -> Result<(RunRow, Option<serde_json::Value>)> {
+    result: Result<RunRecord>,
+) -> Result<(RunRow, Option<RunRecord>)> {
     let (block, variant) = (at.block, at.variant.to_string());
-    let headline = &measures::of(w)[0];
     match result {
-        Ok(v) => {
-            let run_id = store.add_run(Some(at), &v, measures::headline(&w.name))?;
-            let m = &v["metrics"];
-            Ok((
-                RunRow {
-                    run_id,
-                    block,
-                    variant,
-                    workload: w.label(),
-                    status: v["status"].as_str().unwrap_or("failed").into(),
-                    cause: v["cause"].as_str().map(String::from),
-                    metric: headline.value(&v),
-                    orders: m["orders"].as_u64().or(m["transactions"].as_u64()),
-                    rollback_rate: m["rollback_rate"].as_f64(),
-                    p95_ms: m["latency_ms"]["order"]["p95_ms"].as_f64(),
-                    cpu_pct: v["driver"]["process_cpu_pct"].as_f64(),
-                },
-                Some(v),
-            ))
+        Ok(r) => {
+            let run_id = store.add_run(Some(at), &r)?;
+            let status = match &r.status {
+                RunStatus::Completed => "completed",
+                RunStatus::Interrupted => "interrupted",
+                RunStatus::Failed(_) => "failed",
+            };
+            let row = RunRow {
+                run_id,
+                block,
+                variant,
+                workload: w.label(),
+                status: status.into(),
+                cause: r.cause().map(String::from),
+                metric: r.measures.first().and_then(|m| r.measure(&m.name)),
+                orders: (r.counts.units > 0).then_some(r.counts.units),
+                rollback_rate: (r.counts.units > 0).then(|| r.counts.rollbacks as f64 / r.counts.units as f64),
+                p95_ms: (r.unit_latency.count > 0).then_some(r.unit_latency.p95_ms),
+                cpu_pct: Some(r.driver.process_cpu_pct).filter(|_| r.target.is_some()),
+            };
+            Ok((row, Some(r)))
         }
         Err(e) => {
             let cause = format!("{e:#}");

@@ -4,9 +4,11 @@
 use super::file::StudyFile;
 use super::measures::Measure;
 use super::{Active, CanaryResult};
-use crate::driver::LatencySummary;
+use crate::driver::{LatencySummary, RunStatus};
+use crate::record::RunRecord;
 use crate::report::{Comparison, MeasureReport, RunRow, StudyReport, Sut, VariantReport};
 use crate::stats::{median, paired_ratio, summarize, verdict, RatioEstimate};
+use crate::sys::cgroup::Usage;
 use crate::variants::VariantConfig;
 use std::collections::BTreeMap;
 
@@ -95,17 +97,16 @@ pub(super) struct Inputs<'a> {
 }
 
 /// The runs' telemetry window averages, averaged; power figures over the runs that have them.
-fn telemetry(records: &[serde_json::Value]) -> Option<crate::report::VariantTelemetry> {
+fn telemetry(records: &[&RunRecord]) -> Option<crate::report::VariantTelemetry> {
     use crate::telemetry::{average, Telemetry};
-    let runs: Vec<Telemetry> =
-        records.iter().filter_map(|r| serde_json::from_value(r["telemetry"].clone()).ok()).collect();
+    let runs: Vec<&Telemetry> = records.iter().filter_map(|r| r.telemetry.as_ref()).collect();
     let windows: Vec<&crate::telemetry::Sample> = runs.iter().filter_map(|t| t.window.as_ref()).collect();
     let window = average(&windows)?;
     let mean = |f: fn(&Telemetry) -> Option<f64>| {
-        let v: Vec<f64> = runs.iter().filter_map(f).collect();
+        let v: Vec<f64> = runs.iter().copied().filter_map(f).collect();
         (!v.is_empty()).then(|| crate::stats::mean(&v))
     };
-    let first = &runs[0];
+    let first = runs[0];
     let power = crate::telemetry::PowerReport {
         source: first.power.source.clone(),
         idle_w: mean(|t| t.power.idle_w),
@@ -123,15 +124,14 @@ fn telemetry(records: &[serde_json::Value]) -> Option<crate::report::VariantTele
 }
 
 /// Each instance's headline averaged over multi-instance runs (empty for single-instance runs).
-fn per_instance(records: &[serde_json::Value], pointer: &str) -> Vec<f64> {
-    let key = pointer.rsplit('/').next().unwrap_or("");
+fn per_instance(records: &[&RunRecord]) -> Vec<f64> {
     let mut sums: Vec<(f64, usize)> = Vec::new();
     for r in records {
-        for (i, row) in r["instances"].as_array().into_iter().flatten().enumerate() {
+        for (i, row) in r.instances.iter().flatten().enumerate() {
             if sums.len() <= i {
                 sums.resize(i + 1, (0.0, 0));
             }
-            if let Some(v) = row[key].as_f64() {
+            if let Some(v) = row.headline.value {
                 sums[i].0 += v;
                 sums[i].1 += 1;
             }
@@ -141,12 +141,11 @@ fn per_instance(records: &[serde_json::Value], pointer: &str) -> Vec<f64> {
 }
 
 /// The runs' cgroup evidence, averaged (the core set is the last run's).
-fn limits(records: &[serde_json::Value]) -> Option<crate::variants::cgroup::Usage> {
-    let runs: Vec<crate::variants::cgroup::Usage> =
-        records.iter().filter_map(|r| serde_json::from_value(r["limits"]["usage"].clone()).ok()).collect();
+fn limits(records: &[&RunRecord]) -> Option<Usage> {
+    let runs: Vec<&Usage> = records.iter().filter_map(|r| r.limits.as_ref()).map(|l| &l.usage).collect();
     let n = runs.len() as f64;
-    let avg = |f: fn(&crate::variants::cgroup::Usage) -> f64| runs.iter().map(f).sum::<f64>() / n;
-    Some(crate::variants::cgroup::Usage {
+    let avg = |f: fn(&Usage) -> f64| runs.iter().map(|u| f(u)).sum::<f64>() / n;
+    Some(Usage {
         cpu_periods: avg(|u| u.cpu_periods as f64).round() as u64,
         cpu_throttled_periods: avg(|u| u.cpu_throttled_periods as f64).round() as u64,
         cpu_throttled_s: avg(|u| u.cpu_throttled_s),
@@ -159,31 +158,24 @@ fn limits(records: &[serde_json::Value]) -> Option<crate::variants::cgroup::Usag
 }
 
 /// Median over runs of each latency statistic, per operation.
-fn latency(records: &[serde_json::Value]) -> BTreeMap<String, LatencySummary> {
+fn latency(records: &[&RunRecord]) -> BTreeMap<String, LatencySummary> {
     let mut out = BTreeMap::new();
-    let Some(ops) = records.first().and_then(|r| r["metrics"]["latency_ms"].as_object()) else {
-        return out;
-    };
-    for op in ops.keys() {
-        let stat = |k: &str| {
-            let xs: Vec<f64> = records.iter().filter_map(|r| r["metrics"]["latency_ms"][op][k].as_f64()).collect();
-            if xs.is_empty() {
-                0.0
-            } else {
-                median(&xs)
-            }
-        };
+    let Some(first) = records.first() else { return out };
+    for (op, _) in &first.latency {
+        let of_op: Vec<&LatencySummary> =
+            records.iter().filter_map(|r| r.latency.iter().find(|(n, _)| n == op).map(|(_, l)| l)).collect();
+        let stat = |f: fn(&LatencySummary) -> f64| median(&of_op.iter().map(|l| f(l)).collect::<Vec<_>>());
         out.insert(
             op.clone(),
             LatencySummary {
-                count: stat("count") as u64,
-                avg_ms: stat("avg_ms"),
-                stdev_ms: stat("stdev_ms"),
-                p50_ms: stat("p50_ms"),
-                p90_ms: stat("p90_ms"),
-                p95_ms: stat("p95_ms"),
-                p99_ms: stat("p99_ms"),
-                max_ms: stat("max_ms"),
+                count: stat(|l| l.count as f64) as u64,
+                avg_ms: stat(|l| l.avg_ms),
+                stdev_ms: stat(|l| l.stdev_ms),
+                p50_ms: stat(|l| l.p50_ms),
+                p90_ms: stat(|l| l.p90_ms),
+                p95_ms: stat(|l| l.p95_ms),
+                p99_ms: stat(|l| l.p99_ms),
+                max_ms: stat(|l| l.max_ms),
             },
         );
     }
@@ -191,14 +183,12 @@ fn latency(records: &[serde_json::Value]) -> BTreeMap<String, LatencySummary> {
 }
 
 /// Per-interval rate averaged over runs, by interval position.
-fn series(records: &[serde_json::Value]) -> Vec<(f64, f64)> {
-    let runs: Vec<&Vec<serde_json::Value>> = records.iter().filter_map(|r| r["intervals"].as_array()).collect();
-    let len = runs.iter().map(|r| r.len()).min().unwrap_or(0);
+fn series(records: &[&RunRecord]) -> Vec<(f64, f64)> {
+    let len = records.iter().map(|r| r.intervals.len()).min().unwrap_or(0);
     (0..len)
         .map(|i| {
-            let et = runs[0][i]["et_s"].as_f64().unwrap_or(0.0);
-            let rates: Vec<f64> = runs.iter().filter_map(|r| r[i]["interval_per_min"].as_f64()).collect();
-            (et, crate::stats::mean(&rates))
+            let rates: Vec<f64> = records.iter().map(|r| r.intervals[i].interval_per_min).collect();
+            (records[0].intervals[i].et_s, crate::stats::mean(&rates))
         })
         .collect()
 }
@@ -212,11 +202,11 @@ pub(super) fn build(i: Inputs) -> StudyReport {
         .active
         .iter()
         .map(|a| {
-            let completed: Vec<serde_json::Value> = a
+            let completed: Vec<&RunRecord> = a
                 .records
                 .iter()
-                .filter(|(w, r)| *w == headline.measure.workload && r["status"] == "completed")
-                .map(|(_, r)| r.clone())
+                .filter(|(w, r)| *w == headline.measure.workload && r.status == RunStatus::Completed)
+                .map(|(_, r)| r)
                 .collect();
             VariantReport {
                 info: a.cfg.info(),
@@ -227,7 +217,7 @@ pub(super) fn build(i: Inputs) -> StudyReport {
                 series: series(&completed),
                 telemetry: telemetry(&completed),
                 limits: limits(&completed),
-                per_instance: per_instance(&completed, &headline.measure.pointer),
+                per_instance: per_instance(&completed),
             }
         })
         .collect();
@@ -243,7 +233,7 @@ pub(super) fn build(i: Inputs) -> StudyReport {
         per_instance: vec![],
     }));
     let first = i.active.iter().flat_map(|a| a.records.first()).next();
-    let env = first.map(|(_, r)| r["env"].clone()).unwrap_or_default();
+    let env = first.and_then(|(_, r)| r.env.clone()).unwrap_or_else(|| crate::host::Env::new(Default::default()));
     StudyReport {
         study_id: i.id,
         name: i.study.name.clone(),
@@ -264,9 +254,9 @@ pub(super) fn build(i: Inputs) -> StudyReport {
         runs: i.rows,
         canary: i.canaries,
         sut: Sut {
-            host: serde_json::from_value(env.clone()).unwrap_or_else(|_| crate::host::collect()),
-            engine: i.study.target.engine.clone(),
-            engine_versions: serde_json::from_value(env["engine_versions"].clone()).unwrap_or_default(),
+            host: env.host,
+            engine: i.study.target.engine,
+            engine_versions: env.engine_versions,
             dbvs_version: env!("CARGO_PKG_VERSION").into(),
             workload: serde_json::Value::Array(i.study.workloads.iter().map(workload_params).collect()),
             study_file: i.text.into(),

@@ -36,7 +36,7 @@ impl BackupPlace {
     fn tool(&self, name: &str, package: &str) -> Result<PathBuf> {
         match &self.bin {
             Some(b) => Ok(b.join(name)),
-            None => crate::variants::require(name, package),
+            None => crate::sys::require(name, package),
         }
     }
 

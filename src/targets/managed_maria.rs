@@ -26,10 +26,12 @@ pub struct ManagedMaria {
     pub version: String,
     /// The running server and the data directory it serves.
     running: Mutex<Option<(Child, PathBuf)>>,
+    /// Control groups the server joins: a variant's limits.
+    cgroups: Vec<PathBuf>,
 }
 
 fn tool(name: &str) -> Result<PathBuf> {
-    crate::variants::require(name, "mariadb-server")
+    crate::sys::require(name, "mariadb-server")
 }
 
 pub fn default_data_dir() -> PathBuf {
@@ -37,7 +39,7 @@ pub fn default_data_dir() -> PathBuf {
     if unsafe { libc::geteuid() } == 0 {
         PathBuf::from("/var/lib/dbvs/managed/mariadb")
     } else {
-        crate::store::data_home().join("managed/mariadb")
+        crate::sys::data_home().join("managed/mariadb")
     }
 }
 
@@ -55,7 +57,7 @@ fn socket(data: &Path) -> PathBuf {
 
 impl ManagedMaria {
     /// Installs the data directory if needed and starts the server.
-    pub fn start(data: &Path, settings: &[(String, String)]) -> Result<Self> {
+    pub fn start(data: &Path, settings: &[(String, String)], cgroups: &[PathBuf]) -> Result<Self> {
         let (mariadbd, install) = (tool("mariadbd")?, tool("mariadb-install-db")?);
         std::fs::create_dir_all(data).with_context(|| format!("cannot create data directory {}", data.display()))?;
         let data = data.canonicalize()?;
@@ -92,6 +94,7 @@ impl ManagedMaria {
             port: std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port(),
             version: String::new(),
             running: Mutex::new(None),
+            cgroups: cgroups.to_vec(),
             data,
         };
         server.start_on(&server.data.clone())?;
@@ -130,7 +133,7 @@ impl ManagedMaria {
             c.arg(format!("--user={SERVER_USER}"));
         }
         // The server inherits a study variant's resource limits.
-        crate::variants::cgroup::limit_server(&mut c)?;
+        crate::sys::cgroup::join_on_spawn(&mut c, &self.cgroups)?;
         // A socket file left by a server that did not shut down cleanly would pass for ready.
         let _ = std::fs::remove_file(socket(data));
         // The server inherits dbvs's environment, AES-NI masking included.

@@ -19,6 +19,8 @@ pub struct ManagedPg {
     pub port: u16,
     pub version: String,
     run_as: Option<(u32, u32)>,
+    /// Control groups the postmaster (and so every backend) joins: a variant's limits.
+    cgroups: Vec<PathBuf>,
 }
 
 /// A server setting (`name=value`) passed to postgres on start.
@@ -75,7 +77,7 @@ pub fn default_data_dir(version: Option<&str>) -> Result<PathBuf> {
     let name = format!("postgres-{}", version.unwrap_or("default"));
     Ok(match server_user()? {
         Some(_) => PathBuf::from("/var/lib/dbvs/managed").join(name),
-        None => crate::store::data_home().join("managed").join(name),
+        None => crate::sys::data_home().join("managed").join(name),
     })
 }
 
@@ -98,7 +100,12 @@ impl ManagedPg {
     }
 
     /// Creates the data directory if needed and starts the server.
-    pub fn start(version: Option<&str>, data: &Path, settings: &[(String, String)]) -> Result<Self> {
+    pub fn start(
+        version: Option<&str>,
+        data: &Path,
+        settings: &[(String, String)],
+        cgroups: &[PathBuf],
+    ) -> Result<Self> {
         let (bin, version) = find_bin(version)?;
         let run_as = server_user()?;
         std::fs::create_dir_all(data).with_context(|| format!("cannot create data directory {}", data.display()))?;
@@ -106,7 +113,7 @@ impl ManagedPg {
         if let Some((uid, gid)) = run_as {
             std::os::unix::fs::chown(&data, Some(uid), Some(gid))?;
         }
-        let pg = Self { bin, data, port: free_port()?, version, run_as };
+        let pg = Self { bin, data, port: free_port()?, version, run_as, cgroups: cgroups.to_vec() };
         if !pg.data.join("PG_VERSION").exists() {
             let out = pg
                 .command("initdb")
@@ -129,7 +136,7 @@ impl ManagedPg {
         let mut start = pg.command("pg_ctl");
         start.args(["start", "-w", "-t", "60", "-D"]).arg(&pg.data).arg("-l").arg(pg.log()).args(["-o", &opts]);
         // The postmaster and every backend inherit a study variant's resource limits.
-        crate::variants::cgroup::limit_server(&mut start)?;
+        crate::sys::cgroup::join_on_spawn(&mut start, &pg.cgroups)?;
         let started = start.output()?;
         if !started.status.success() {
             let tail = super::ManagedServer::log_tail(&pg);
@@ -163,7 +170,7 @@ impl super::ManagedServer for ManagedPg {
         // pg_ctl restart reuses the options the server was started with (postmaster.opts).
         let mut restart = self.command("pg_ctl");
         restart.args(["restart", "-m", "fast", "-w", "-t", "60", "-D"]).arg(&self.data).arg("-l").arg(self.log());
-        crate::variants::cgroup::limit_server(&mut restart)?;
+        crate::sys::cgroup::join_on_spawn(&mut restart, &self.cgroups)?;
         let out = restart.output()?;
         if !out.status.success() {
             bail!("PostgreSQL did not restart: {}", super::ManagedServer::log_tail(self));

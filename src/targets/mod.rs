@@ -13,7 +13,7 @@ pub mod postgres;
 pub mod sqlite;
 
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -24,10 +24,37 @@ pub enum Connection {
     MySql(::mysql::Conn),
 }
 
+/// The database engines dbvs drives, spelled the same in study files, records and reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    /// Embedded SQLite (with SQLCipher compiled in).
+    #[default]
+    Sqlite,
+    Postgres,
+    Mariadb,
+}
+
+impl Engine {
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Sqlite => "sqlite",
+            Engine::Postgres => "postgres",
+            Engine::Mariadb => "mariadb",
+        }
+    }
+}
+
+impl std::fmt::Display for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// What a report says about the target.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TargetInfo {
-    pub engine: &'static str,
+    pub engine: Engine,
     pub location: String,
     pub encrypted: bool,
 }
@@ -102,7 +129,7 @@ pub trait Database: Send + Sync {
     /// Empties the caches in front of the database: the OS page cache, and a managed
     /// server's own buffers (by restarting it). Connections must be reopened afterwards.
     fn go_cold(&self) -> Result<()> {
-        drop_caches()
+        crate::sys::drop_caches()
     }
     /// Takes the engine's native online backup ([`backup`]) into a file beside the
     /// database and returns its path; the caller removes it.
@@ -111,21 +138,12 @@ pub trait Database: Send + Sync {
     }
 }
 
-/// Writes dirty pages out and empties the OS page cache, so reads come from the device.
-pub fn drop_caches() -> Result<()> {
-    // SAFETY: sync has no preconditions.
-    unsafe { libc::sync() };
-    std::fs::write("/proc/sys/vm/drop_caches", "3\n").map_err(|e| {
-        anyhow::anyhow!("cannot drop the page cache for a cold start ({e}); run as root, or leave out --cold")
-    })
-}
-
 /// [`Database::go_cold`] for a database on a server dbvs may manage.
 pub(crate) fn go_cold_on(server: &Keepalive) -> Result<()> {
     if let Some(s) = server {
         s.restart()?;
     }
-    drop_caches()
+    crate::sys::drop_caches()
 }
 
 pub trait StagedBuild: Database {
@@ -149,6 +167,8 @@ pub struct TargetOptions {
     /// Data directory of a managed server.
     pub data_dir: Option<PathBuf>,
     pub server_settings: Vec<(String, String)>,
+    /// Control groups a managed server joins (a study variant's limits).
+    pub server_cgroups: Vec<PathBuf>,
     /// Database name on managed servers, derived from the workload's build identity.
     pub default_db: String,
 }
@@ -171,7 +191,7 @@ pub fn parse(spec: &str, opts: TargetOptions) -> Result<Box<dyn Target>> {
     }
     if spec == "managed-mariadb" {
         let data = opts.data_dir.unwrap_or_else(managed_maria::default_data_dir);
-        let server = managed_maria::ManagedMaria::start(&data, &opts.server_settings)?;
+        let server = managed_maria::ManagedMaria::start(&data, &opts.server_settings, &opts.server_cgroups)?;
         let info = mysql::MyConnInfo {
             host: "127.0.0.1".into(),
             port: server.port,
@@ -195,7 +215,7 @@ pub fn parse(spec: &str, opts: TargetOptions) -> Result<Box<dyn Target>> {
             Some(d) => d,
             None => managed_pg::default_data_dir(version)?,
         };
-        let server = managed_pg::ManagedPg::start(version, &data, &opts.server_settings)?;
+        let server = managed_pg::ManagedPg::start(version, &data, &opts.server_settings, &opts.server_cgroups)?;
         let info = postgres::PgConnInfo {
             host: "127.0.0.1".into(),
             port: server.port,

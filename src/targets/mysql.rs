@@ -168,7 +168,7 @@ impl MyTarget {
 
 impl Target for MyTarget {
     fn info(&self) -> TargetInfo {
-        TargetInfo { engine: "mariadb", location: self.location.clone(), encrypted: false }
+        TargetInfo { engine: super::Engine::Mariadb, location: self.location.clone(), encrypted: false }
     }
 
     fn versions(&self) -> Result<BTreeMap<String, String>> {

@@ -120,7 +120,7 @@ impl PgTarget {
 
 impl Target for PgTarget {
     fn info(&self) -> TargetInfo {
-        TargetInfo { engine: "postgresql", location: self.location.clone(), encrypted: false }
+        TargetInfo { engine: super::Engine::Postgres, location: self.location.clone(), encrypted: false }
     }
 
     fn versions(&self) -> Result<BTreeMap<String, String>> {

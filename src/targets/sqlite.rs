@@ -10,7 +10,6 @@ use anyhow::{bail, Context, Result};
 use rusqlite::{ErrorCode, OpenFlags};
 use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -27,22 +26,6 @@ pub enum KeyKind {
     Passphrase,
 }
 
-/// Reads a secret (key or password) from a file that only its owner may access; the
-/// trailing newline is dropped.
-pub fn read_secret_file(path: &Path) -> Result<String> {
-    let meta = std::fs::metadata(path).with_context(|| format!("cannot read key file {}", path.display()))?;
-    let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o077 != 0 {
-        bail!(
-            "key file {} is accessible by other users (mode {mode:04o}); run: chmod 600 {}",
-            path.display(),
-            path.display()
-        );
-    }
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read key file {}", path.display()))?;
-    Ok(text.trim_end_matches(['\n', '\r']).to_string())
-}
-
 /// A SQLCipher key. Never printed.
 #[derive(Clone)]
 pub enum Key {
@@ -53,7 +36,7 @@ pub enum Key {
 impl Key {
     /// Reads a key file. The file must not be accessible by other users.
     pub fn from_file(path: &Path, kind: KeyKind) -> Result<Self> {
-        let text = read_secret_file(path)?;
+        let text = crate::sys::read_secret_file(path)?;
         match kind {
             KeyKind::Raw => Self::from_hex(&text).with_context(|| format!("bad key file {}", path.display())),
             KeyKind::Passphrase if text.is_empty() => bail!("key file {} is empty", path.display()),
@@ -83,8 +66,10 @@ impl std::fmt::Debug for Key {
     }
 }
 
-/// A SQLCipher setting applied right after the key, e.g. `cipher_page_size=4096`.
-#[derive(Clone, Debug, PartialEq)]
+/// A SQLCipher setting applied right after the key, e.g. `cipher_page_size=4096`. Checked
+/// when parsed, so a run spec carries only settings that passed the allow-list.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub struct CipherPragma {
     name: String,
     value: String,
@@ -109,6 +94,19 @@ impl std::str::FromStr for CipherPragma {
             bail!("cipher pragma {name} needs a plain word or number as its value, got '{value}'");
         }
         Ok(Self { name: name.into(), value: value.into() })
+    }
+}
+
+impl TryFrom<String> for CipherPragma {
+    type Error = anyhow::Error;
+    fn try_from(s: String) -> Result<Self> {
+        s.parse()
+    }
+}
+
+impl From<CipherPragma> for String {
+    fn from(p: CipherPragma) -> String {
+        format!("{}={}", p.name, p.value)
     }
 }
 
@@ -165,7 +163,11 @@ impl SqliteTarget {
 
 impl Target for SqliteTarget {
     fn info(&self) -> TargetInfo {
-        TargetInfo { engine: "sqlite", location: self.path.display().to_string(), encrypted: self.key.is_some() }
+        TargetInfo {
+            engine: super::Engine::Sqlite,
+            location: self.path.display().to_string(),
+            encrypted: self.key.is_some(),
+        }
     }
 
     fn versions(&self) -> Result<BTreeMap<String, String>> {
@@ -472,6 +474,7 @@ pub fn conflict(e: &rusqlite::Error) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn keys_must_be_64_hex_digits() {

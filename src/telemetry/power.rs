@@ -12,8 +12,9 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-/// Which source to use, as `--power` names it.
-#[derive(Clone, Debug, PartialEq)]
+/// Which source to use, as `--power` names it (and as run specs carry it).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub enum PowerSpec {
     /// RAPL when this machine exposes it, else none.
     Auto,
@@ -36,6 +37,25 @@ impl std::str::FromStr for PowerSpec {
                 _ => return Err(format!("unknown power source '{s}': use auto, none, rapl, ipmi or cmd:COMMAND")),
             },
         })
+    }
+}
+
+impl TryFrom<String> for PowerSpec {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
+impl From<PowerSpec> for String {
+    fn from(p: PowerSpec) -> String {
+        match p {
+            PowerSpec::Auto => "auto".into(),
+            PowerSpec::None => "none".into(),
+            PowerSpec::Rapl => "rapl".into(),
+            PowerSpec::Ipmi => "ipmi".into(),
+            PowerSpec::Command(c) => format!("cmd:{c}"),
+        }
     }
 }
 
@@ -98,7 +118,7 @@ impl Source {
                 Some(Source::Rapl { zones, last: None })
             }
             PowerSpec::Ipmi => {
-                let tool = crate::variants::require("ipmitool", "ipmitool")?;
+                let tool = crate::sys::require("ipmitool", "ipmitool")?;
                 let mut s = Source::Ipmi(tool);
                 s.read().context(
                     "ipmitool dcmi power reading gave no power reading; does this server have a BMC with DCMI?",

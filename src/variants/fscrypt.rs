@@ -3,7 +3,8 @@
 //! loop device. The key goes straight into the filesystem keyring by ioctl, so there is no
 //! fscrypt tool configuration to touch and no key on any command line.
 
-use super::{random_hex, require, run_tool, Prepared};
+use super::Prepared;
+use crate::sys::{random_hex, require, run_tool};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

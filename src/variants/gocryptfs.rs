@@ -1,7 +1,8 @@
 //! gocryptfs: the database directory inside a FUSE mount that encrypts every file with
 //! AES-256-GCM in 4 KiB blocks. The ciphertext directory is what lies on disk.
 
-use super::{random_hex, require, run_tool, Prepared, SecretFile};
+use super::Prepared;
+use crate::sys::{random_hex, require, run_tool, SecretFile};
 use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;

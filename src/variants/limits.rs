@@ -1,11 +1,11 @@
 //! `kind = "limits"`: the same database on a smaller or slower machine, emulated with
-//! control groups ([`super::cgroup`]): a CPU quota and a core set ("an older or smaller
+//! control groups ([`crate::sys::cgroup`]): a CPU quota and a core set ("an older or smaller
 //! server"), read/write bandwidth and IOPS caps on the data's device ("HDD vs SSD"), and a
 //! memory cap. They apply to a managed server's processes, or to the whole run process on
 //! SQLite, whose engine runs inside dbvs. `data_path` puts the data on other storage.
 
-use super::cgroup::{Group, Version};
 use super::Prepared;
+use crate::sys::cgroup::{Group, Version};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -31,7 +31,7 @@ pub struct Settings {
 }
 
 fn bytes(s: &str) -> Result<u64> {
-    crate::workloads::fileio::parse_size(s)
+    crate::sys::units::parse_bytes(s).map_err(anyhow::Error::msg)
 }
 
 impl Settings {
@@ -96,7 +96,7 @@ impl Settings {
         self.validate()?;
         let c = self.controllers();
         if !c.is_empty() {
-            super::cgroup::version(&c)?;
+            crate::sys::cgroup::version(&c)?;
         }
         Ok(())
     }
@@ -159,7 +159,6 @@ impl Settings {
                 group.set("io.max", &format!("{dev} {}", spec.join(" ")))?;
             }
         }
-        p.env.push((super::cgroup::ENV.into(), group.env_value()));
         p.cgroups = group.dirs.clone();
         p.guards.push(Box::new(group));
         Ok(p)

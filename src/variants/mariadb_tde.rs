@@ -4,7 +4,8 @@
 //! optionally, the binary log. Before measuring, the target confirms through
 //! information_schema that every InnoDB tablespace is encrypted.
 
-use super::{random_hex, require, Prepared, SecretFile};
+use super::Prepared;
+use crate::sys::{random_hex, require, SecretFile};
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

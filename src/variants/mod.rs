@@ -5,7 +5,6 @@
 //! guards tear everything down (unmount, lock keys, delete key files) when it is dropped, so
 //! clean-up happens on every exit path: success, error, or Ctrl-C unwinding the study.
 
-pub mod cgroup;
 mod fscrypt;
 mod gocryptfs;
 mod limits;
@@ -13,6 +12,7 @@ mod mariadb_tde;
 mod sqlcipher;
 
 use crate::targets::sqlite::KeyKind;
+use crate::targets::Engine;
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -95,13 +95,13 @@ pub struct Prepared {
     pub data_dir: PathBuf,
     /// SQLCipher key file and its kind, when the database itself is encrypted.
     pub key: Option<(PathBuf, KeyKind)>,
-    pub cipher_pragmas: Vec<String>,
+    pub cipher_pragmas: Vec<crate::targets::sqlite::CipherPragma>,
     /// Settings for a managed server (MariaDB encryption, for example).
     pub server_settings: Vec<(String, String)>,
     /// Environment for each run's child process.
     pub env: Vec<(String, String)>,
-    /// Extra `dbvs run` arguments (the test-only delay).
-    pub run_args: Vec<String>,
+    /// Test-only: a busy-wait each run adds to every unit.
+    pub inject_delay: Duration,
     /// The bytes at rest: what the plaintext canary scan reads.
     pub backing: Vec<PathBuf>,
     /// Whether data at rest must be ciphertext (the canary must find nothing).
@@ -131,7 +131,7 @@ impl Prepared {
             cipher_pragmas: vec![],
             server_settings: vec![],
             env: vec![],
-            run_args: vec![],
+            inject_delay: Duration::ZERO,
             encrypted: false,
             cgroups: vec![],
             guards: vec![],
@@ -178,10 +178,12 @@ impl VariantConfig {
     }
 
     /// Checks that this host and engine can run the variant; the error names what to install.
-    pub fn preflight(&self, engine: &str) -> Result<()> {
+    pub fn preflight(&self, engine: Engine) -> Result<()> {
         match (&self.kind, engine) {
-            (Kind::Sqlcipher(_), e) if e != "sqlite" => bail!("sqlcipher applies to the sqlite engine only, not {e}"),
-            (Kind::MariadbTde(_), e) if e != "mariadb" => {
+            (Kind::Sqlcipher(_), e) if e != Engine::Sqlite => {
+                bail!("sqlcipher applies to the sqlite engine only, not {e}")
+            }
+            (Kind::MariadbTde(_), e) if e != Engine::Mariadb => {
                 bail!("mariadb-tde applies to the mariadb engine only, not {e}")
             }
             _ => {}
@@ -206,7 +208,7 @@ impl VariantConfig {
             Kind::Plain {} => Prepared::plain(dir)?,
             Kind::Delay { per_transaction } => {
                 let mut p = Prepared::plain(dir)?;
-                p.run_args = vec!["--inject-delay".into(), format!("{}us", per_transaction.as_micros())];
+                p.inject_delay = *per_transaction;
                 p
             }
             Kind::Sqlcipher(s) => s.setup(dir)?,
@@ -224,53 +226,6 @@ impl VariantConfig {
 
 fn aesni_off_env() -> Vec<(String, String)> {
     vec![("OPENSSL_ia32cap".into(), OPENSSL_NO_AESNI.into()), ("GODEBUG".into(), GODEBUG_NO_AESNI.into())]
-}
-
-/// Finds `tool` on PATH or in the sbin directories, or says which package provides it.
-pub(crate) fn require(tool: &str, package: &str) -> Result<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
-        .map(|d| d.join(tool))
-        .find(|p| p.is_file())
-        .ok_or_else(|| anyhow::anyhow!("{tool} not found: install it with 'apt-get install {package}'"))
-}
-
-/// Runs a command, turning a failure into an error with its stderr.
-pub(crate) fn run_tool(cmd: &mut std::process::Command) -> Result<()> {
-    let out = cmd.stdin(std::process::Stdio::null()).output()?;
-    if !out.status.success() {
-        bail!("{:?} failed ({}): {}", cmd.get_program(), out.status, String::from_utf8_lossy(&out.stderr).trim());
-    }
-    Ok(())
-}
-
-/// A file holding a secret: created 0600, removed when dropped.
-pub(crate) struct SecretFile(pub PathBuf);
-
-impl SecretFile {
-    pub fn create(path: PathBuf, contents: &[u8]) -> Result<Self> {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)?;
-        f.write_all(contents)?;
-        f.sync_all()?;
-        Ok(Self(path))
-    }
-}
-
-impl Drop for SecretFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-/// `n` random bytes as lowercase hex, from the OS.
-pub(crate) fn random_hex(n: usize) -> String {
-    use rand::TryRngCore;
-    let mut buf = vec![0u8; n];
-    rand::rngs::OsRng.try_fill_bytes(&mut buf).expect("the OS random source works");
-    buf.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]
@@ -302,22 +257,5 @@ mod tests {
         let p = v.setup(dir.path()).unwrap();
         assert!(p.data_dir.is_dir() && !p.encrypted);
         assert!(p.env.iter().any(|(k, v)| k == "OPENSSL_ia32cap" && v == OPENSSL_NO_AESNI));
-    }
-
-    #[test]
-    fn secret_files_are_private_and_removed() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let f = SecretFile::create(dir.path().join("k"), b"x").unwrap();
-        assert_eq!(std::fs::metadata(&f.0).unwrap().permissions().mode() & 0o777, 0o600);
-        drop(f);
-        assert!(!dir.path().join("k").exists());
-        assert_eq!(random_hex(32).len(), 64);
-    }
-
-    #[test]
-    fn missing_tools_name_their_package() {
-        let e = require("no-such-tool-dbvs", "some-package").unwrap_err().to_string();
-        assert!(e.contains("apt-get install some-package"), "{e}");
     }
 }

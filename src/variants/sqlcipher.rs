@@ -1,7 +1,8 @@
 //! SQLCipher: SQLite's pages encrypted inside the engine (AES-256-CBC, HMAC-SHA512 per page
 //! in SQLCipher 4). Built into dbvs, so it needs nothing installed.
 
-use super::{random_hex, Prepared, SecretFile};
+use super::Prepared;
+use crate::sys::{random_hex, SecretFile};
 use crate::targets::sqlite::{Key, KeyKind};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -110,12 +111,12 @@ impl Settings {
         let mut p = Prepared::plain(dir)?;
         let key_file = SecretFile::create(dir.join("sqlcipher.key"), self.key_material()?.as_bytes())?;
         p.key = Some((key_file.0.clone(), self.key_format));
-        p.cipher_pragmas.push(format!("cipher_page_size={}", self.cipher_page_size));
+        p.cipher_pragmas.push(format!("cipher_page_size={}", self.cipher_page_size).parse()?);
         if !self.hmac {
-            p.cipher_pragmas.push("cipher_use_hmac=OFF".into());
+            p.cipher_pragmas.push("cipher_use_hmac=OFF".parse()?);
         }
         if let Some(k) = self.kdf_iter {
-            p.cipher_pragmas.push(format!("kdf_iter={k}"));
+            p.cipher_pragmas.push(format!("kdf_iter={k}").parse()?);
         }
         p.encrypted = true;
         p.guards.push(Box::new(key_file));
@@ -151,7 +152,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = s.setup(dir.path()).unwrap();
         assert_eq!(std::fs::read_to_string(&p.key.as_ref().unwrap().0).unwrap(), "ab".repeat(32));
-        assert!(p.cipher_pragmas.contains(&"cipher_use_hmac=OFF".to_string()));
+        assert!(p.cipher_pragmas.contains(&"cipher_use_hmac=OFF".parse().unwrap()));
         let bad = settings("key = { command = 'echo nope' }");
         assert!(bad.setup(dir.path()).err().unwrap().to_string().contains("64 hex digits"));
     }

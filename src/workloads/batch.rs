@@ -13,7 +13,7 @@
 //! more. They still do the full join and scan work, which is what they measure.
 
 use super::tpcc::{self, Rows};
-use super::{Check, Workload, WorkloadArgs};
+use super::{Check, Measure, Workload, WorkloadSpec};
 use crate::driver::{FromStart, IntervalSample, Outcome, Pacing, RunResult, UnitRecorder, Worker};
 use crate::targets::{BuildMeta, Connection, Database};
 use anyhow::{bail, Result};
@@ -45,7 +45,8 @@ fn statements() -> [String; 5] {
     ]
 }
 
-#[derive(clap::Args, Clone, Debug)]
+#[derive(clap::Args, Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Options {
     /// batch: timed executions of each statement; bignw: units of each benchmark.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10_000))]
@@ -70,7 +71,7 @@ pub struct Batch {
 }
 
 impl Batch {
-    pub fn new(args: &WorkloadArgs) -> Result<Self> {
+    pub fn new(args: &WorkloadSpec) -> Result<Self> {
         Ok(Self {
             warehouses: tpcc::warehouses(args.size.as_deref())?,
             seed: args.seed,
@@ -156,7 +157,7 @@ impl Workload for Batch {
     fn check(&self, _db: &dyn Database, _meta: &BuildMeta, done: Option<&FromStart>) -> Result<Vec<Check>> {
         let unstable = self.unstable.lock().unwrap_or_else(|p| p.into_inner());
         let mut checks = vec![Check {
-            name: "every execution of a statement returns the same rows",
+            name: "every execution of a statement returns the same rows".into(),
             ok: unstable.is_empty(),
             detail: if unstable.is_empty() { "yes".into() } else { format!("changed: {}", unstable.join(", ")) },
         }];
@@ -164,7 +165,7 @@ impl Workload for Batch {
             let want = u64::from(self.repeat);
             let short: Vec<_> = OPERATIONS.iter().filter(|q| done.op(q) != want).collect();
             checks.push(Check {
-                name: "every statement ran --repeat times",
+                name: "every statement ran --repeat times".into(),
                 ok: short.is_empty(),
                 detail: format!("{want} each; short: {short:?}"),
             });
@@ -189,12 +190,10 @@ impl Workload for Batch {
         let mut suite = 0.0;
         let mut per = serde_json::Map::new();
         for (i, (name, l)) in run.measured.op_latency.iter().enumerate() {
-            let n = l.count as f64;
-            let half = if l.count > 1 { crate::stats::t_critical(n - 1.0) * l.stdev_ms / n.sqrt() } else { f64::NAN };
             suite += l.avg_ms;
             per.insert(
                 name.clone(),
-                json!({ "mean_ms": l.avg_ms, "ci95_ms": half, "executions": l.count, "rows": results[i] }),
+                json!({ "mean_ms": l.avg_ms, "ci95_ms": ci95(l), "executions": l.count, "rows": results[i] }),
             );
         }
         json!({
@@ -204,8 +203,31 @@ impl Workload for Batch {
         })
     }
 
-    fn headline(&self) -> &'static str {
-        "suite_ms"
+    fn measures(&self, run: Option<&RunResult>) -> Vec<Measure> {
+        let mean = |q: &str| run?.measured.op_latency.iter().find(|(n, _)| n == q).map(|(_, l)| l.avg_ms);
+        OPERATIONS.iter().map(|q| Measure::lower(format!("{q} latency"), "ms", mean(q))).collect()
+    }
+
+    fn headline(&self, run: Option<&RunResult>) -> Measure {
+        Measure::lower("suite", "ms", run.map(|r| r.measured.op_latency.iter().map(|(_, l)| l.avg_ms).sum()))
+    }
+
+    fn details(&self, run: &RunResult) -> Vec<String> {
+        let results = self.results.lock().unwrap_or_else(|p| p.into_inner());
+        run.measured
+            .op_latency
+            .iter()
+            .zip(results.iter())
+            .map(|((q, l), rows)| {
+                format!(
+                    "{q}: {:.1} ms +- {:.1} (95% CI, {} executions), {} result rows",
+                    l.avg_ms,
+                    ci95(l),
+                    l.count,
+                    rows.as_ref().map_or(0, Vec::len)
+                )
+            })
+            .collect()
     }
 
     fn interval_line(&self, s: &IntervalSample) -> String {
@@ -216,5 +238,15 @@ impl Workload for Batch {
         let parts: Vec<String> =
             run.measured.op_latency.iter().map(|(n, l)| format!("{n} {:.1} ms", l.avg_ms)).collect();
         format!("batch means over {} executions each: {}", self.repeat, parts.join(", "))
+    }
+}
+
+/// The 95% CI half-width of a statement's mean latency.
+fn ci95(l: &crate::driver::LatencySummary) -> f64 {
+    let n = l.count as f64;
+    if l.count > 1 {
+        crate::stats::t_critical(n - 1.0) * l.stdev_ms / n.sqrt()
+    } else {
+        f64::NAN
     }
 }

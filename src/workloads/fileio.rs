@@ -6,6 +6,7 @@
 //! It needs no database, so it runs as `dbvs fileio --dir DIR` (and in studies on each
 //! variant's storage) rather than through the driver.
 
+use super::Measure;
 use anyhow::{bail, Context, Result};
 use rand::RngCore;
 use serde::Serialize;
@@ -17,24 +18,6 @@ use std::time::Instant;
 const CHUNK: usize = 8 << 20;
 /// The file's name inside the directory under test.
 pub const FILE: &str = "dbvs-fileio.bin";
-
-/// Parses `64MB`, `2GB`, `512KB` (binary units).
-pub fn parse_size(s: &str) -> Result<u64> {
-    let t = s.trim().to_ascii_uppercase();
-    let (num, mult) = if let Some(n) = t.strip_suffix("GB") {
-        (n, 1u64 << 30)
-    } else if let Some(n) = t.strip_suffix("MB") {
-        (n, 1 << 20)
-    } else if let Some(n) = t.strip_suffix("KB") {
-        (n, 1 << 10)
-    } else {
-        (t.as_str(), 1)
-    };
-    match num.trim().parse::<u64>() {
-        Ok(n) if n > 0 && n.checked_mul(mult).is_some_and(|b| b >= 1 << 20) => Ok(n * mult),
-        _ => bail!("invalid file size '{s}': use a size of at least 1MB such as 512MB or 2GB"),
-    }
-}
 
 /// The default file size: an eighth of the machine's memory, between 256 MB and 2 GB (the
 /// seed's smaller file), so the test is about storage and fits the machine.
@@ -104,7 +87,7 @@ pub fn run_once(dir: &Path, size: u64, seed: u64) -> Result<Run> {
     let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(seed);
     let chunks: Vec<Vec<u8>> = (0..4).map(|n| chunk(&mut rng, n)).collect();
     let _ = std::fs::remove_file(&path);
-    crate::targets::drop_caches()?;
+    crate::sys::drop_caches()?;
     let t = Instant::now();
     {
         let mut f = std::fs::File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
@@ -122,7 +105,7 @@ pub fn run_once(dir: &Path, size: u64, seed: u64) -> Result<Run> {
         f.sync_all()?;
     }
     let write = t.elapsed().as_secs_f64();
-    crate::targets::drop_caches()?;
+    crate::sys::drop_caches()?;
     let t = Instant::now();
     let mut f = std::fs::File::open(&path)?;
     let mut buf = vec![0u8; CHUNK];
@@ -142,32 +125,20 @@ pub fn run_once(dir: &Path, size: u64, seed: u64) -> Result<Run> {
     Ok(Run { write: Step { seconds: write, mbs: mbs(write) }, read: Step { seconds: read_s, mbs: mbs(read_s) } })
 }
 
-/// The run record `dbvs fileio --json` writes (the shape studies read).
-#[derive(Serialize)]
-pub struct Record {
-    #[serde(flatten)]
-    pub status: crate::driver::RunStatus,
-    pub workload: &'static str,
-    pub params: serde_json::Value,
-    pub env: crate::record::Env,
-    pub metrics: serde_json::Value,
+/// The write and read times studies compare (lower is better), from the runs' summary.
+pub fn measures(summary: Option<&Summary>) -> Vec<Measure> {
+    let seconds = |f: fn(&Summary) -> f64| summary.map(f).filter(|v| v.is_finite());
+    vec![
+        Measure::lower("write time", "s", seconds(|s| s.write_s)),
+        Measure::lower("read time", "s", seconds(|s| s.read_s)),
+    ]
 }
 
-pub fn record(dir: &Path, size: u64, runs: &[Run], status: crate::driver::RunStatus) -> Record {
-    let s = summarize(runs);
-    let mut metrics = serde_json::to_value(&s).unwrap_or_default();
+/// The workload's details for its run record: the summary and every run.
+pub fn metrics(runs: &[Run]) -> serde_json::Value {
+    let mut metrics = serde_json::to_value(summarize(runs)).unwrap_or_default();
     metrics["runs"] = serde_json::to_value(runs).unwrap_or_default();
-    Record {
-        status,
-        workload: "fileio",
-        params: serde_json::json!({ "dir": dir, "size_bytes": size, "runs": runs.len() }),
-        env: crate::record::Env {
-            host: crate::host::collect(),
-            engine_versions: Default::default(),
-            dbvs_version: env!("CARGO_PKG_VERSION"),
-        },
-        metrics,
-    }
+    metrics
 }
 
 /// Where a study's variant keeps the fileio file.
@@ -180,12 +151,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sizes_parse_in_binary_units() {
-        assert_eq!(parse_size("64MB").unwrap(), 64 << 20);
-        assert_eq!(parse_size("2gb").unwrap(), 2 << 30);
-        for bad in ["0MB", "12", "fast", "512KB"] {
-            assert!(parse_size(bad).unwrap_err().to_string().contains("at least 1MB"), "{bad}");
-        }
+    fn the_default_size_fits_the_machine() {
         let d = default_size();
         assert!((256 << 20..=2 << 30).contains(&d));
     }

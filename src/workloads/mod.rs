@@ -8,6 +8,7 @@ pub mod batch;
 pub mod bignw;
 pub mod ds2;
 pub mod fileio;
+pub mod measure;
 pub mod tpcb;
 pub mod tpcc;
 
@@ -15,7 +16,8 @@ use crate::driver::{FromStart, IntervalSample, RunResult, Worker};
 use crate::targets::{BuildMeta, Database};
 use anyhow::Result;
 use indicatif::ProgressBar;
-use serde::Serialize;
+pub use measure::Measure;
+use serde::{Deserialize, Serialize};
 
 /// Every workload's build writes this marker into its data, so the plaintext canary scan
 /// can tell whether the bytes at rest are readable.
@@ -25,9 +27,9 @@ pub const CANARY: &str = "DBVS-CANARY-PLAINTEXT-7F3A";
 pub const NAMES: &[&str] = &["ds2", "tpcb", "tpcc", "batch", "bignw"];
 
 /// One invariant checked against the database after a run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Check {
-    pub name: &'static str,
+    pub name: std::borrow::Cow<'static, str>,
     pub ok: bool,
     /// Expected versus found, in words.
     pub detail: String,
@@ -58,19 +60,39 @@ pub trait Workload: Send + Sync {
     fn adjust_pacing(&self, _pacing: &mut crate::driver::Pacing) {}
     /// The workload's run parameters, for reports.
     fn params(&self) -> serde_json::Value;
-    /// The workload's headline metrics from a run (DS2: OPM, orders, rollbacks...).
+    /// Everything the workload reports about a run, in its own shape (DS2: orders,
+    /// rollbacks, latency per operation...), for people and reports.
     fn metrics(&self, run: &RunResult) -> serde_json::Value;
-    /// The key of the headline metric in [`Workload::metrics`], e.g. `opm` or `tps`.
-    fn headline(&self) -> &'static str;
+    /// The measures a study compares, with their values in `run`; declared only (no
+    /// values) without one.
+    fn measures(&self, run: Option<&RunResult>) -> Vec<Measure>;
+    /// The one figure listings, multi-instance totals and capacity searches use (OPM,
+    /// TPS, NOPM, a suite's time).
+    fn headline(&self, run: Option<&RunResult>) -> Measure;
+    /// Whether independent instances can run side by side (throughput workloads).
+    fn supports_instances(&self) -> bool {
+        false
+    }
+    /// The workload's own lines in the run summary (per statement, per benchmark).
+    fn details(&self, _run: &RunResult) -> Vec<String> {
+        vec![]
+    }
+    /// What the run calibrated (bignw: iterations per unit), in the form the workload's
+    /// options take it back, so later runs on other variants do the same work.
+    fn calibration(&self) -> Option<String> {
+        None
+    }
     /// The periodic progress line (DS2 prints these every 10 s, and parsers exist for them).
     fn interval_line(&self, sample: &IntervalSample) -> String;
     /// The closing summary line.
     fn final_line(&self, run: &RunResult) -> String;
 }
 
-/// Parameters every workload may use; each takes what applies to it.
-#[derive(Default)]
-pub struct WorkloadArgs {
+/// Which workload, and the parameters every workload may use; each takes what applies
+/// to it. Built once from the command line or a study file, and handed to child runs whole.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct WorkloadSpec {
+    pub name: String,
     /// The workload's size, in its own terms; `None` takes the workload's default.
     pub size: Option<String>,
     pub seed: u64,
@@ -103,15 +125,26 @@ pub fn ensure_identity(wanted: &BuildMeta, found: &BuildMeta, location: &str) ->
     Ok(())
 }
 
+/// What a study compares for workload `name`: its measures as declared before any run.
+/// `fileio` and `cipher` measure storage and memory without the driver, so they are not
+/// [`Workload`]s; their measures are declared here too.
+pub fn declared_measures(spec: &WorkloadSpec) -> Result<Vec<Measure>> {
+    match spec.name.as_str() {
+        "fileio" => Ok(fileio::measures(None)),
+        "cipher" => Ok(vec![crate::cipher::throughput(&[])]),
+        _ => Ok(by_name(spec)?.measures(None)),
+    }
+}
+
 /// Looks a workload up by name.
-pub fn by_name(name: &str, args: &WorkloadArgs) -> Result<Box<dyn Workload>> {
-    match name {
+pub fn by_name(args: &WorkloadSpec) -> Result<Box<dyn Workload>> {
+    match args.name.as_str() {
         "ds2" => Ok(Box::new(ds2::Ds2::new(args)?)),
         "tpcb" => Ok(Box::new(tpcb::Tpcb::new(args)?)),
         "tpcc" => Ok(Box::new(tpcc::Tpcc::new(args)?)),
         "batch" => Ok(Box::new(batch::Batch::new(args)?)),
         "bignw" => Ok(Box::new(bignw::Bignw::new(args)?)),
-        _ => anyhow::bail!("unknown workload '{name}': available: {}", NAMES.join(", ")),
+        name => anyhow::bail!("unknown workload '{name}': available: {}", NAMES.join(", ")),
     }
 }
 

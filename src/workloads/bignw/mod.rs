@@ -20,13 +20,14 @@ mod data;
 mod engine;
 mod schema;
 
-use super::{Check, Workload, WorkloadArgs};
+use super::{Check, Measure, Workload, WorkloadSpec};
 use crate::driver::{FromStart, IntervalSample, Pacing, RunResult, UnitRecorder, Worker};
 use crate::targets::{BuildMeta, Connection, Database};
 use anyhow::{bail, Context, Result};
 use benchmarks::{UnitResult, ALL, KEYS};
 use data::Sizes;
 use indicatif::ProgressBar;
+use serde::Serialize;
 use serde_json::json;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -35,14 +36,15 @@ const FORMAT: &str = "1";
 /// Rows per INSERT statement while loading.
 const ROWS_PER_INSERT: usize = 500;
 
-/// bignw's options on the command line.
-#[derive(clap::Args, Clone, Debug)]
+/// bignw's options, on the command line and in run specs.
+#[derive(clap::Args, Clone, Debug, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Options {
     /// bignw: the benchmarks to run, e.g. 1,4,10 [default: all ten].
     #[arg(long = "benchmark", value_delimiter = ',', value_parser = clap::value_parser!(u8).range(1..=10))]
     pub benchmarks: Vec<u8>,
     /// bignw: the time one calibrated unit should take at least (the seed: 5 s).
-    #[arg(long, default_value = "5s", value_parser = crate::cli::parse_duration)]
+    #[arg(long, default_value = "5s", value_parser = crate::sys::units::parse_duration)]
     pub unit_time: Duration,
     /// bignw: iterations per unit instead of calibrating: one number for every benchmark,
     /// or N=K pairs such as 1=12,2=19.
@@ -112,7 +114,7 @@ pub struct Bignw {
 }
 
 impl Bignw {
-    pub fn new(args: &WorkloadArgs) -> Result<Self> {
+    pub fn new(args: &WorkloadSpec) -> Result<Self> {
         let scale = scale(args.size.as_deref())?;
         if let Some(b) = args.bignw.benchmarks.iter().find(|b| !(1..=10).contains(*b)) {
             bail!("bignw has benchmarks 1 to 10, not {b}");
@@ -313,12 +315,12 @@ impl Workload for Bignw {
         let built = meta.get("freight_total").and_then(|f| f.parse::<f64>().ok());
         let mut checks = vec![
             Check {
-                name: "orders and order lines are as built (inserts and deletes restored)",
+                name: "orders and order lines are as built (inserts and deletes restored)".into(),
                 ok: orders == self.sizes.orders && lines == self.sizes.order_details,
                 detail: format!("{}/{} expected, {orders}/{lines} found", self.sizes.orders, self.sizes.order_details),
             },
             Check {
-                name: "the freight total is as built (updates restored)",
+                name: "the freight total is as built (updates restored)".into(),
                 // The build stored the total to the cent; summation order may differ by far less.
                 ok: built.is_some_and(|b| (b - freight).abs() <= 0.01),
                 detail: format!("{built:?} expected, {freight:.2} found"),
@@ -329,7 +331,7 @@ impl Workload for Bignw {
             let changed: Vec<_> =
                 self.selected.iter().filter(|&&b| times[b].rows_changed).map(|&b| ALL[b].key).collect();
             checks.push(Check {
-                name: "every unit of a benchmark touched the same rows",
+                name: "every unit of a benchmark touched the same rows".into(),
                 ok: changed.is_empty(),
                 detail: if changed.is_empty() { "yes".into() } else { format!("changed: {}", changed.join(", ")) },
             });
@@ -360,62 +362,138 @@ impl Workload for Bignw {
     }
 
     fn metrics(&self, _run: &RunResult) -> serde_json::Value {
-        let times = self.times();
-        let mut per = serde_json::Map::new();
-        let mut suite = 0.0;
-        for &b in &self.selected {
-            let t = &times[b];
-            let n = t.n as f64;
-            let mean = if t.n > 0 { t.sum / n } else { f64::NAN };
-            let sd = if t.n > 1 { ((t.sum_sq - n * mean * mean) / (n - 1.0)).max(0.0).sqrt() } else { f64::NAN };
-            let half = if t.n > 1 { crate::stats::t_critical(n - 1.0) * sd / n.sqrt() } else { f64::NAN };
-            suite += mean;
-            per.insert(
-                ALL[b].key.into(),
-                json!({
-                    "benchmark": b + 1,
-                    "category": ALL[b].category,
-                    "name": ALL[b].name,
-                    "iterations": t.iterations,
-                    "units": t.n,
-                    "mean_s": mean,
-                    "ci95_pct": 100.0 * half / mean,
-                    "per_iteration_ms": 1000.0 * mean / t.iterations.max(1) as f64,
-                    "rows_per_iteration": t.rows.filter(|_| ALL[b].counts_rows),
-                    "backup_bytes": t.backup_bytes,
-                    "unit_in_target": mean >= self.unit_time.as_secs_f64() && mean <= 4.0 * self.unit_time.as_secs_f64(),
-                }),
-            );
-        }
+        let all = self.summaries();
+        let suite: f64 = all.iter().map(|b| b.mean_s).sum();
+        let per: serde_json::Map<_, _> = all.iter().map(|b| (b.key.to_string(), json!(b))).collect();
         json!({ "suite_s": suite, "benchmarks": per })
     }
 
-    fn headline(&self) -> &'static str {
-        "suite_s"
+    /// Each benchmark's mean unit time; a study gives each benchmark a run of its own.
+    fn measures(&self, run: Option<&RunResult>) -> Vec<Measure> {
+        let all = self.summaries();
+        let one = all.len() == 1;
+        all.iter()
+            .map(|b| {
+                let name = if one { "unit time".to_string() } else { format!("{} unit time", b.key) };
+                Measure::lower(name, "s", run.map(|_| b.mean_s).filter(|m| m.is_finite()))
+            })
+            .collect()
+    }
+
+    fn headline(&self, run: Option<&RunResult>) -> Measure {
+        let suite = self.summaries().iter().map(|b| b.mean_s).sum::<f64>();
+        Measure::lower("suite", "s", run.map(|_| suite).filter(|s| s.is_finite()))
+    }
+
+    fn details(&self, _run: &RunResult) -> Vec<String> {
+        let done: Vec<BenchmarkSummary> = self.summaries().into_iter().filter(|b| b.units > 0).collect();
+        if done.is_empty() {
+            return vec![];
+        }
+        vec![benchmark_table(&done).to_string()]
+    }
+
+    fn calibration(&self) -> Option<String> {
+        let all = self.summaries();
+        let found: Vec<String> =
+            all.iter().filter(|b| b.iterations > 0).map(|b| format!("{}={}", b.benchmark, b.iterations)).collect();
+        (found.len() == all.len()).then(|| found.join(","))
     }
 
     fn interval_line(&self, s: &IntervalSample) -> String {
         format!("{:.0} s: {} units done", s.et_s, s.units)
     }
 
-    fn final_line(&self, run: &RunResult) -> String {
-        let m = self.metrics(run);
+    fn final_line(&self, _run: &RunResult) -> String {
         let parts: Vec<String> = self
-            .selected
+            .summaries()
             .iter()
-            .map(|&b| {
-                let x = &m["benchmarks"][ALL[b].key];
-                format!(
-                    "{} {:.2} s +-{:.1}% ({} it.)",
-                    ALL[b].key,
-                    x["mean_s"].as_f64().unwrap_or(f64::NAN),
-                    x["ci95_pct"].as_f64().unwrap_or(f64::NAN),
-                    x["iterations"]
-                )
-            })
+            .map(|b| format!("{} {:.2} s +-{:.1}% ({} it.)", b.key, b.mean_s, b.ci95_pct, b.iterations))
             .collect();
         format!("bignw mean unit times: {}", parts.join(", "))
     }
+}
+
+/// One benchmark's figures, as seed 003 tabulated them.
+#[derive(Serialize)]
+struct BenchmarkSummary {
+    #[serde(skip)]
+    key: &'static str,
+    benchmark: usize,
+    category: &'static str,
+    name: &'static str,
+    iterations: u64,
+    units: u64,
+    mean_s: f64,
+    ci95_pct: f64,
+    per_iteration_ms: f64,
+    rows_per_iteration: Option<u64>,
+    backup_bytes: Option<u64>,
+    unit_in_target: bool,
+}
+
+impl Bignw {
+    /// The selected benchmarks' unit times so far: mean and 95% CI.
+    fn summaries(&self) -> Vec<BenchmarkSummary> {
+        let times = self.times();
+        self.selected
+            .iter()
+            .map(|&b| {
+                let t = &times[b];
+                let n = t.n as f64;
+                let mean = if t.n > 0 { t.sum / n } else { f64::NAN };
+                let sd = if t.n > 1 { ((t.sum_sq - n * mean * mean) / (n - 1.0)).max(0.0).sqrt() } else { f64::NAN };
+                let half = if t.n > 1 { crate::stats::t_critical(n - 1.0) * sd / n.sqrt() } else { f64::NAN };
+                let unit = self.unit_time.as_secs_f64();
+                BenchmarkSummary {
+                    key: ALL[b].key,
+                    benchmark: b + 1,
+                    category: ALL[b].category,
+                    name: ALL[b].name,
+                    iterations: t.iterations,
+                    units: t.n,
+                    mean_s: mean,
+                    ci95_pct: 100.0 * half / mean,
+                    per_iteration_ms: 1000.0 * mean / t.iterations.max(1) as f64,
+                    rows_per_iteration: t.rows.filter(|_| ALL[b].counts_rows),
+                    backup_bytes: t.backup_bytes,
+                    unit_in_target: mean >= unit && mean <= 4.0 * unit,
+                }
+            })
+            .collect()
+    }
+}
+
+/// The benchmarks a run measured, as seed 003 tabulated them.
+fn benchmark_table(rows: &[BenchmarkSummary]) -> comfy_table::Table {
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+    t.set_header([
+        "benchmark",
+        "category",
+        "iterations",
+        "units",
+        "mean unit (s)",
+        "+-% (95%)",
+        "per iteration (ms)",
+        "rows",
+    ]);
+    for b in rows {
+        t.add_row([
+            format!("{} {}", b.benchmark, b.name),
+            b.category.to_string(),
+            b.iterations.to_string(),
+            b.units.to_string(),
+            format!("{:.3}", b.mean_s),
+            format!("{:.1}", b.ci95_pct),
+            format!("{:.2}", b.per_iteration_ms),
+            b.rows_per_iteration.map_or("-".into(), |r| r.to_string()),
+        ]);
+    }
+    for c in t.column_iter_mut().skip(1) {
+        c.set_cell_alignment(comfy_table::CellAlignment::Right);
+    }
+    t
 }
 
 #[cfg(test)]

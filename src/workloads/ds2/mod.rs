@@ -27,7 +27,7 @@ mod words;
 
 pub use size::Size;
 
-use super::{Check, Workload, WorkloadArgs};
+use super::{Check, Measure, Workload, WorkloadSpec};
 use crate::driver::{FromStart, IntervalSample, RunResult, Worker};
 use crate::targets::{BuildMeta, Connection, Database};
 use anyhow::{Context, Result};
@@ -48,7 +48,8 @@ const PURCHASE: usize = 3;
 const FORMAT: &str = "2";
 
 /// The order mix, with DS2's parameter names and defaults.
-#[derive(Clone, Debug, Serialize, clap::Args)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize, clap::Args)]
+#[serde(default)]
 pub struct Mix {
     /// Percent of orders that register a new customer instead of logging in (0-100).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(0..=100))]
@@ -77,7 +78,7 @@ pub struct Ds2 {
 }
 
 impl Ds2 {
-    pub fn new(args: &WorkloadArgs) -> Result<Self> {
+    pub fn new(args: &WorkloadSpec) -> Result<Self> {
         Ok(Self { size: Size::parse(args.size.as_deref().unwrap_or("10MB"))?, seed: args.seed, mix: args.ds2.clone() })
     }
 }
@@ -242,8 +243,16 @@ impl Workload for Ds2 {
         })
     }
 
-    fn headline(&self) -> &'static str {
-        "opm"
+    fn measures(&self, run: Option<&RunResult>) -> Vec<Measure> {
+        vec![self.headline(run)]
+    }
+
+    fn headline(&self, run: Option<&RunResult>) -> Measure {
+        Measure::higher("OPM", "orders/min", run.map(|r| per_minute(r.measured.units, r.elapsed_s)))
+    }
+
+    fn supports_instances(&self) -> bool {
+        true
     }
 
     fn interval_line(&self, sample: &IntervalSample) -> String {
@@ -265,8 +274,8 @@ pub(crate) fn per_minute(n: u64, secs: f64) -> f64 {
 
 /// The invariants; the row counts only when the run's counts (`done`) are known.
 fn checks(init: &Initial, seen: &Observed, done: Option<&FromStart>) -> Vec<Check> {
-    let eq = |name, expected: i64, found: i64| Check {
-        name,
+    let eq = |name: &'static str, expected: i64, found: i64| Check {
+        name: name.into(),
         ok: expected == found,
         detail: format!("expected {expected}, found {found}"),
     };
@@ -286,7 +295,7 @@ fn checks(init: &Initial, seen: &Observed, done: Option<&FromStart>) -> Vec<Chec
         eq("no orderline without its order", 0, seen.lines_without_order),
         eq("inventory sales = units sold", seen.quantity_sold, seen.sales),
         Check {
-            name: "inventory never negative",
+            name: "inventory never negative".into(),
             ok: seen.min_stock >= 0,
             detail: format!("lowest stock {}", seen.min_stock),
         },
@@ -303,12 +312,16 @@ fn rollback_check(predicted: f64, done: &FromStart) -> Check {
     let n = done.committed + done.rolled_back;
     let name = "rollback rate matches the restock rule";
     if n < MIN_ORDERS_TO_JUDGE {
-        return Check { name, ok: true, detail: format!("not judged: only {n} orders (needs {MIN_ORDERS_TO_JUDGE})") };
+        return Check {
+            name: name.into(),
+            ok: true,
+            detail: format!("not judged: only {n} orders (needs {MIN_ORDERS_TO_JUDGE})"),
+        };
     }
     let observed = done.rolled_back as f64 / n as f64;
     let se = (predicted * (1.0 - predicted) / n as f64).sqrt().max(0.5 / n as f64);
     Check {
-        name,
+        name: name.into(),
         ok: (observed - predicted).abs() <= 5.0 * se,
         detail: format!("predicted {:.2}%, observed {:.2}% over {n} orders", 100.0 * predicted, 100.0 * observed),
     }

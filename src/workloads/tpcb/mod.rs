@@ -9,7 +9,7 @@ mod mariadb;
 mod postgres;
 mod sqlite;
 
-use super::{Check, Workload, WorkloadArgs};
+use super::{Check, Measure, Workload, WorkloadSpec};
 use crate::driver::{FromStart, IntervalSample, RunResult, Worker};
 use crate::targets::{BuildMeta, Connection, Database};
 use anyhow::{bail, Result};
@@ -28,7 +28,7 @@ pub struct Tpcb {
 }
 
 impl Tpcb {
-    pub fn new(args: &WorkloadArgs) -> Result<Self> {
+    pub fn new(args: &WorkloadSpec) -> Result<Self> {
         let scale = match args.size.as_deref().unwrap_or("1").parse::<i64>() {
             Ok(n) if (1..=100_000).contains(&n) => n,
             _ => bail!("tpcb takes --size as pgbench's scale factor, a whole number from 1 to 100000 (e.g. --size 10)"),
@@ -151,7 +151,8 @@ impl Workload for Tpcb {
                 Totals::read(|sql| Ok(c.query_first(crate::targets::mysql::dialect(sql))?.unwrap_or(0)))?
             }
         };
-        let same = |name, a: i64, b: i64| Check { name, ok: a == b, detail: format!("{a} vs {b}") };
+        let same =
+            |name: &'static str, a: i64, b: i64| Check { name: name.into(), ok: a == b, detail: format!("{a} vs {b}") };
         let mut checks = vec![
             same("sum of account balances = sum of history deltas", t.accounts, t.history),
             same("sum of teller balances = sum of history deltas", t.tellers, t.history),
@@ -170,7 +171,7 @@ impl Workload for Tpcb {
     fn metrics(&self, run: &RunResult) -> serde_json::Value {
         let m = &run.measured;
         json!({
-            "tps": if run.elapsed_s > 0.0 { m.units as f64 / run.elapsed_s } else { 0.0 },
+            "tps": tps(run),
             "transactions": m.units,
             "retries": m.retries,
             "lock_waits": m.lock_waits,
@@ -178,8 +179,16 @@ impl Workload for Tpcb {
         })
     }
 
-    fn headline(&self) -> &'static str {
-        "tps"
+    fn measures(&self, run: Option<&RunResult>) -> Vec<Measure> {
+        vec![self.headline(run)]
+    }
+
+    fn headline(&self, run: Option<&RunResult>) -> Measure {
+        Measure::higher("TPS", "transactions/s", run.map(tps))
+    }
+
+    fn supports_instances(&self) -> bool {
+        true
     }
 
     fn interval_line(&self, s: &IntervalSample) -> String {
@@ -192,10 +201,19 @@ impl Workload for Tpcb {
             "transactions: {}, duration: {:.1} s, tps = {:.1}, latency average = {:.3} ms, retries = {}",
             m.units,
             run.elapsed_s,
-            if run.elapsed_s > 0.0 { m.units as f64 / run.elapsed_s } else { 0.0 },
+            tps(run),
             m.unit_latency.avg_ms,
             m.retries
         )
+    }
+}
+
+/// Transactions per second over the measured window.
+fn tps(run: &RunResult) -> f64 {
+    if run.elapsed_s > 0.0 {
+        run.measured.units as f64 / run.elapsed_s
+    } else {
+        0.0
     }
 }
 
@@ -203,8 +221,8 @@ impl Workload for Tpcb {
 mod tests {
     use super::*;
 
-    fn args(size: Option<&str>) -> WorkloadArgs {
-        WorkloadArgs { size: size.map(String::from), seed: 1, ..Default::default() }
+    fn args(size: Option<&str>) -> WorkloadSpec {
+        WorkloadSpec { name: "tpcb".into(), size: size.map(String::from), seed: 1, ..Default::default() }
     }
 
     #[test]

@@ -45,12 +45,20 @@ pub fn run(
     let mut checks = Vec::new();
     for (name, sql) in CONDITIONS {
         let bad = query(sql)?.int(0, 0)?;
-        checks.push(Check { name, ok: bad == 0, detail: format!("{bad} violating warehouses or districts") });
+        checks.push(Check {
+            name: (*name).into(),
+            ok: bad == 0,
+            detail: format!("{bad} violating warehouses or districts"),
+        });
     }
     let Some(done) = done else { return Ok(checks) };
     let initial = warehouses * DISTRICTS * CUSTOMERS_PER_DISTRICT;
     let new_orders = done.op("new_order").saturating_sub(done.rolled_back) as i64;
-    let same = |name, found: i64, want: i64| Check { name, ok: found == want, detail: format!("{found} vs {want}") };
+    let same = |name: &'static str, found: i64, want: i64| Check {
+        name: name.into(),
+        ok: found == want,
+        detail: format!("{found} vs {want}"),
+    };
     let next = query(NEXT_ORDER_SUM)?.int(0, 0)?;
     checks.push(same(
         "sum(D_NEXT_O_ID) moved by the committed New-Orders",
@@ -78,7 +86,7 @@ fn rollback_check(new_orders: u64, rolled_back: u64) -> Check {
     let rate = if n > 0.0 { rolled_back as f64 / n } else { 0.0 };
     let se = (0.01 * 0.99 / n.max(1.0)).sqrt();
     Check {
-        name: "New-Order rollbacks near 1%",
+        name: "New-Order rollbacks near 1%".into(),
         ok: (rate - 0.01).abs() <= 5.0 * se + 1e-12,
         detail: format!("{rolled_back} of {new_orders} ({:.2}%, allowed 1% +- {:.2}%)", 100.0 * rate, 500.0 * se),
     }

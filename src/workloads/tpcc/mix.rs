@@ -27,7 +27,7 @@ const PROFILES: &[(&str, [u32; 5])] = &[
     ("hammerora-update", [20, 10, 10, 1, 1]),
 ];
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Profile {
     pub name: String,
     /// NewOrder/Payment/Delivery/StockLevel/OrderStatus, as the seed writes them.

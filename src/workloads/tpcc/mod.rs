@@ -32,7 +32,7 @@ mod worker;
 pub use mix::Profile;
 pub use sql::{DbError, Dialect, Rows};
 
-use super::{Check, Workload, WorkloadArgs};
+use super::{Check, Measure, Workload, WorkloadSpec};
 use crate::driver::{FromStart, IntervalSample, RunResult, Worker};
 use crate::targets::{BuildMeta, Connection, Database};
 use anyhow::{bail, Context, Result};
@@ -49,8 +49,9 @@ pub const ITEMS: i64 = 100_000;
 pub const NEW_ORDERS_FROM: i64 = 2101;
 const FORMAT: &str = "1";
 
-/// TPC-C's options on the command line.
-#[derive(clap::Args, Clone, Debug, Default)]
+/// TPC-C's options, on the command line and in run specs.
+#[derive(clap::Args, Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Options {
     /// tpcc: transaction mix: standard (45/43/4/4/4), hammerora-default (20/10/10/50/30),
     /// hammerora-query (1/1/1/50/30), hammerora-update (20/10/10/1/1), or weights
@@ -121,7 +122,7 @@ pub struct Tpcc {
 }
 
 impl Tpcc {
-    pub fn new(args: &WorkloadArgs) -> Result<Self> {
+    pub fn new(args: &WorkloadSpec) -> Result<Self> {
         Ok(Self { warehouses: warehouses(args.size.as_deref())?, seed: args.seed, opts: args.tpcc.clone() })
     }
 }
@@ -201,8 +202,6 @@ impl Workload for Tpcc {
 
     fn metrics(&self, run: &RunResult) -> serde_json::Value {
         let m = &run.measured;
-        let minutes = run.elapsed_s / 60.0;
-        let per_min = |n: f64| if minutes > 0.0 { n / minutes } else { 0.0 };
         let count = |op: &str| m.op_latency.iter().find(|(n, _)| n == op).map_or(0, |(_, l)| l.count);
         let new_orders = count("new_order");
         let mix: serde_json::Map<_, _> = mix::OPERATIONS
@@ -212,8 +211,8 @@ impl Workload for Tpcc {
             })
             .collect();
         json!({
-            "nopm": run.window_counter.map(|d| per_min(d as f64)),
-            "tpm": per_min(m.units as f64),
+            "nopm": nopm(run),
+            "tpm": tpm(run),
             "new_orders_committed": run.window_counter,
             "transactions": m.units,
             "rollbacks": m.rollbacks,
@@ -226,8 +225,17 @@ impl Workload for Tpcc {
         })
     }
 
-    fn headline(&self) -> &'static str {
-        "nopm"
+    /// Seed 002 reported TPM for every profile; NOPM is HammerDB's headline.
+    fn measures(&self, run: Option<&RunResult>) -> Vec<Measure> {
+        vec![Measure::higher("TPM", "transactions/min", run.map(tpm)), self.headline(run)]
+    }
+
+    fn headline(&self, run: Option<&RunResult>) -> Measure {
+        Measure::higher("NOPM", "new orders/min", run.and_then(nopm))
+    }
+
+    fn supports_instances(&self) -> bool {
+        true
     }
 
     fn interval_line(&self, s: &IntervalSample) -> String {
@@ -244,6 +252,25 @@ impl Workload for Tpcc {
             "System achieved {nopm} NOPM from {:.0} TPM (transactions counted by the client)",
             m["tpm"].as_f64().unwrap_or(0.0)
         )
+    }
+}
+
+/// Transactions of every kind per minute, counted by the client.
+fn tpm(run: &RunResult) -> f64 {
+    per_minute(run.measured.units as f64, run.elapsed_s)
+}
+
+/// New orders per minute from the database's own counter (sum of D_NEXT_O_ID), as HammerDB
+/// reads it; `None` when the counter could not be read.
+fn nopm(run: &RunResult) -> Option<f64> {
+    run.window_counter.map(|d| per_minute(d as f64, run.elapsed_s))
+}
+
+fn per_minute(n: f64, secs: f64) -> f64 {
+    if secs > 0.0 {
+        60.0 * n / secs
+    } else {
+        0.0
     }
 }
 

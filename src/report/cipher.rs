@@ -1,19 +1,23 @@
 //! The cipher benchmark's outputs: TrueCrypt-style tables and a self-contained HTML page
 //! with the MB/s-by-buffer-size chart.
 
-use super::Series;
-use crate::report::{html, tables::Table};
+use super::{html, tables::Table};
+use crate::cipher::{Point, Series};
+use crate::workloads::Measure;
 use anyhow::Result;
 use plotters::prelude::*;
 use serde::Serialize;
 use std::fmt::Write;
 
-/// Everything one `dbvs cipher` call measured. Its JSON is also a run record studies read:
-/// `status`, `workload` and `metrics` (the first series' averages over the sizes).
+/// Everything one `dbvs cipher` call measured. Its JSON reads back as a run record
+/// (`crate::record::RunRecord`): `status`, `workload`, the headline and measures (the first
+/// series' mean MB/s), and `metrics` (its averages over the sizes).
 #[derive(Clone, Debug, Serialize)]
 pub struct CipherReport {
     pub status: &'static str,
     pub workload: &'static str,
+    pub headline: Measure,
+    pub measures: Vec<Measure>,
     pub metrics: serde_json::Value,
     pub host: crate::host::HostInfo,
     pub openssl: String,
@@ -54,7 +58,7 @@ pub fn rows(r: &CipherReport, cipher: &str) -> (Vec<String>, Vec<Vec<String>>) {
         })
         .collect();
     if n > 0 {
-        let avg = |s: &Series, f: fn(&super::Point) -> f64| s.points.iter().map(f).sum::<f64>() / n as f64;
+        let avg = |s: &Series, f: fn(&Point) -> f64| s.points.iter().map(f).sum::<f64>() / n as f64;
         let mut row = vec!["average".to_string()];
         for s in &series {
             row.extend(
@@ -77,8 +81,7 @@ fn gain(on: f64, off: f64) -> String {
 /// The first series' encrypt, decrypt and mean MB/s, averaged over its sizes.
 pub fn metrics(series: &[Series]) -> serde_json::Value {
     let Some(s) = series.first() else { return serde_json::Value::Null };
-    let n = s.points.len().max(1) as f64;
-    let avg = |f: fn(&super::Point) -> f64| s.points.iter().map(f).sum::<f64>() / n;
+    let avg = |f: fn(&Point) -> f64| crate::cipher::average(s, f);
     serde_json::json!({
         "cipher": s.cipher,
         "aesni": s.aesni,
@@ -132,7 +135,7 @@ fn chart(r: &CipherReport) -> Result<String> {
             .draw()
             .map_err(|e| err(&e))?;
         for (i, s) in r.series.iter().enumerate() {
-            let color = crate::report::PALETTE[i % crate::report::PALETTE.len()];
+            let color = super::PALETTE[i % super::PALETTE.len()];
             let pts: Vec<(SegmentValue<u32>, f64)> =
                 s.points.iter().map(|p| (SegmentValue::CenterOf(at(p.bytes)), p.mean_mbs)).collect();
             let name = format!("{} {}", s.cipher, if s.aesni { "AES-NI" } else { "no AES-NI" });
@@ -197,15 +200,18 @@ mod tests {
 
     #[test]
     fn tables_show_the_gain_from_aes_ni_and_an_average() {
+        let series_both = vec![series(true, 1000.0), series(false, 250.0)];
         let r = CipherReport {
             status: "completed",
             workload: "cipher",
+            headline: crate::cipher::throughput(&series_both),
+            measures: vec![crate::cipher::throughput(&series_both)],
             metrics: serde_json::Value::Null,
             host: crate::host::collect(),
             openssl: "OpenSSL 3".into(),
             threads: 1,
             runs: 3,
-            series: vec![series(true, 1000.0), series(false, 250.0)],
+            series: series_both,
             skipped_sizes: vec!["1 GB".into()],
         };
         let (header, rows) = rows(&r, "aes-256-xts");

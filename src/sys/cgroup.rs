@@ -1,5 +1,5 @@
-//! Control groups for the hardware-emulation variant ([`super::limits`]): create them,
-//! put processes in them, read what the limits did, remove them.
+//! Control groups, for the hardware-emulation variant (`variants::limits`) and the managed
+//! servers it limits: create them, put processes in them, read what the limits did, remove them.
 //!
 //! cgroup v2 (one tree with cpu.max, cpuset.cpus, io.max, memory.max) is used where the
 //! controllers are on it; on hybrid hosts whose controllers sit on v1 hierarchies, v1's
@@ -13,11 +13,6 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 const ROOT: &str = "/sys/fs/cgroup";
-/// The environment variable that hands a run its control groups (directories, `:`-joined).
-pub const ENV: &str = "DBVS_CGROUPS";
-/// Set to `server` when the limits apply to a managed server rather than the run process.
-pub const SCOPE_ENV: &str = "DBVS_CGROUP_SCOPE";
-
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Version {
     V1,
@@ -101,10 +96,6 @@ impl Group {
         std::fs::write(&path, value).with_context(|| format!("the kernel refused {value:?} for {}", path.display()))?;
         Ok(std::fs::read_to_string(&path).unwrap_or_default().trim().to_string())
     }
-
-    pub fn env_value(&self) -> String {
-        self.dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(":")
-    }
 }
 
 /// Copies a cpuset setting from the parent when the child's is empty.
@@ -169,24 +160,6 @@ pub fn join_on_spawn(cmd: &mut std::process::Command, dirs: &[PathBuf]) -> Resul
             }
             Ok(())
         });
-    }
-    Ok(())
-}
-
-/// The groups a study handed this process through [`ENV`].
-pub fn handed_down() -> Vec<PathBuf> {
-    std::env::var(ENV).map(|v| v.split(':').filter(|d| !d.is_empty()).map(PathBuf::from).collect()).unwrap_or_default()
-}
-
-/// Whether the handed-down groups are for the managed server this process starts.
-pub fn for_server() -> bool {
-    std::env::var(SCOPE_ENV).is_ok_and(|s| s == "server")
-}
-
-/// Puts a managed server's start command in the handed-down groups, when they are for it.
-pub fn limit_server(cmd: &mut std::process::Command) -> Result<()> {
-    if for_server() {
-        join_on_spawn(cmd, &handed_down())?;
     }
     Ok(())
 }

@@ -1,0 +1,81 @@
+//! Multi-instance runs (`--instances N`): one record for N databases that ran side by side,
+//! with the total and a row per instance, as seeds 000 and 001 tabulated their client VMs.
+
+use crate::driver::RunStatus;
+use crate::record::{InstanceRow, RunRecord};
+use crate::workloads::Measure;
+use serde_json::json;
+
+/// Folds the instances' records into one: the headline and every measure are their total
+/// (only throughput workloads run several instances); every instance's status, figures,
+/// unit p95 and full metrics are kept in `instances`; checks from all of them, each naming
+/// its instance. One record passes through unchanged.
+pub fn combine(mut records: Vec<RunRecord>) -> RunRecord {
+    if records.len() == 1 {
+        return records.pop().expect("one record");
+    }
+    let values: Vec<f64> = records.iter().map(|r| r.headline.value.unwrap_or(0.0)).collect();
+    let rows: Vec<InstanceRow> = records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| InstanceRow {
+            instance: i + 1,
+            status: r.status.clone(),
+            headline: r.headline.clone(),
+            measures: r.measures.clone(),
+            unit_p95_ms: r.unit_latency.p95_ms,
+            checks_ok: r.checks.iter().all(|c| c.ok),
+            metrics: r.metrics.clone(),
+        })
+        .collect();
+    let n = values.len() as f64;
+    let total: f64 = values.iter().sum();
+    let status = records
+        .iter()
+        .map(|r| r.status.clone())
+        .find(|s| matches!(s, RunStatus::Failed(_)))
+        .or_else(|| records.iter().map(|r| r.status.clone()).find(|s| matches!(s, RunStatus::Interrupted)))
+        .unwrap_or(RunStatus::Completed);
+    let mut checks = Vec::new();
+    for (i, r) in records.iter().enumerate() {
+        for c in &r.checks {
+            checks.push(crate::workloads::Check { detail: format!("instance {}: {}", i + 1, c.detail), ..c.clone() });
+        }
+    }
+    let p95_max = records.iter().map(|r| r.unit_latency.p95_ms).fold(0.0, f64::max);
+    let elapsed = records.iter().map(|r| r.elapsed_s).fold(0.0, f64::max);
+    let measures = summed(&records);
+    let counts = crate::record::Counts {
+        units: records.iter().map(|r| r.counts.units).sum(),
+        rollbacks: records.iter().map(|r| r.counts.rollbacks).sum(),
+        retries: records.iter().map(|r| r.counts.retries).sum(),
+        lock_waits: records.iter().map(|r| r.counts.lock_waits).sum(),
+    };
+    let mut first = records.swap_remove(0);
+    first.metrics = json!({
+        first.headline.name.to_lowercase(): total,
+        "instances": values.len(),
+        "per_instance_mean": total / n,
+        "per_instance_min": values.iter().copied().fold(f64::INFINITY, f64::min),
+        "per_instance_max": values.iter().copied().fold(0.0, f64::max),
+        "unit_p95_ms_max": p95_max,
+    });
+    first.headline.value = Some(total);
+    first.measures = measures;
+    first.counts = counts;
+    first.status = status;
+    first.checks = checks;
+    first.elapsed_s = elapsed;
+    first.instances = Some(rows);
+    first
+}
+
+/// Each measure summed over the instances (`None` when any instance lacks it).
+fn summed(records: &[RunRecord]) -> Vec<Measure> {
+    records[0]
+        .measures
+        .iter()
+        .enumerate()
+        .map(|(i, m)| Measure { value: records.iter().map(|r| r.measures.get(i)?.value).sum(), ..m.clone() })
+        .collect()
+}

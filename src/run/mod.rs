@@ -1,0 +1,227 @@
+//! One measured run on fresh copies of the pristine database: the run engine behind
+//! `dbvs run`, driven by a [`RunSpec`] from the command line or from a study's child.
+
+mod build;
+mod instances;
+pub mod spec;
+mod summary;
+
+pub use build::{build, ensure_built};
+pub use spec::{DbSpec, LimitScope, Limits, PacingSpec, RunSpec, TelemetrySpec};
+
+use crate::driver::{self, Event, Pacing, RunStatus};
+use crate::host::Env;
+use crate::record::RunRecord;
+use crate::sys::create_output;
+use anyhow::Result;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+/// Runs `spec`: builds the pristine database if missing, measures on fresh copies, prints
+/// the summary, writes the record and stores it.
+pub fn run(spec: &RunSpec) -> Result<ExitCode> {
+    spec.check()?;
+    let json_out = spec.json.as_deref().map(create_output).transpose()?;
+    let (target, workload) = spec.db.open()?;
+    let throughput = workload.supports_instances();
+    if spec.instances > 1 && !throughput {
+        anyhow::bail!(
+            "--instances runs throughput workloads side by side (ds2, tpcb, tpcc); {} is a suite of timed statements",
+            workload.name()
+        );
+    }
+    let meta = ensure_built(target.as_ref(), workload.as_ref())?;
+    let env = Env::new(target.versions()?);
+    // One database and one workload (with its own statistics) per instance.
+    let mut instances = vec![(workload, target.fresh_copy()?)];
+    for _ in 1..spec.instances {
+        instances.push((spec.db.workload()?, target.fresh_copy()?));
+    }
+    if spec.cold {
+        crate::sys::drop_caches()?;
+    }
+    if crate::interrupt::interrupted() {
+        return Err(crate::interrupt::Interrupted.into());
+    }
+
+    let mut pacing = spec.pacing.pacing(spec.db.workload.seed);
+    instances[0].0.adjust_pacing(&mut pacing);
+    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let bar = ProgressBar::with_draw_target(Some(pacing.warmup.as_secs()), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template("{prefix:>10} [{bar:30}] {pos}/{len}  {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    let groups = spec.db.limits.as_ref().map_or(&[][..], |l| &l.groups[..]);
+    let limits_before = crate::sys::cgroup::Usage::read(groups);
+    let watch = target.watch();
+    let sampler = crate::telemetry::Sampler::start(crate::telemetry::Options {
+        interval: spec.telemetry.sample_interval,
+        power: spec.telemetry.power.clone(),
+        idle: spec.telemetry.idle_power,
+        dirs: watch.dirs,
+        server_pid_file: watch.server_pid_file,
+        server_note: watch.note,
+        peak_minutes: spec.telemetry.peak_minutes,
+    })?;
+    // Every instance starts together (seed 000's clients started at once); the first
+    // drives the progress bar.
+    let start = std::sync::Barrier::new(instances.len());
+    let results: Vec<driver::RunResult> = std::thread::scope(|s| {
+        let handles: Vec<_> = instances
+            .iter()
+            .enumerate()
+            .map(|(i, (w, copy))| {
+                let (meta, pacing, sampler, bar, start) = (&meta, &pacing, &sampler, &bar, &start);
+                s.spawn(move || {
+                    start.wait();
+                    measure(w.as_ref(), copy.as_ref(), meta, pacing, sampler, (i == 0).then_some(bar))
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+    });
+    bar.finish_and_clear();
+
+    let mut records = Vec::new();
+    let mut details = Vec::new();
+    for (((w, copy), mut result), i) in instances.iter().zip(results).zip(0..) {
+        if let (driver::RunStatus::Failed(cause), Some(d)) = (&mut result.status, target.diagnostics()) {
+            cause.push_str(&format!(" ({d})"));
+        }
+        // A run whose database is gone (a dead server) is still recorded, with the reason.
+        let checks = w.check(copy.as_ref(), &meta, Some(&result.from_start)).unwrap_or_else(|e| {
+            vec![crate::workloads::Check {
+                name: "post-run checks could run".into(),
+                ok: false,
+                detail: format!("{e:#}"),
+            }]
+        });
+        let prefix = if instances.len() > 1 { format!("instance {}: ", i + 1) } else { String::new() };
+        eprintln!("{prefix}{}", w.final_line(&result));
+        if i == 0 {
+            details = w.details(&result);
+        }
+        records.push(RunRecord::new(
+            w.as_ref(),
+            target.info(),
+            &pacing,
+            env.clone(),
+            started_at.clone(),
+            result,
+            checks,
+        ));
+    }
+    let mut record = instances::combine(records);
+    // Work per watt only for throughputs (OPM/W, TPS/W); a suite time per watt means nothing.
+    let headline = record.headline.clone();
+    let total = headline.value.filter(|_| headline.higher_is_better);
+    record.telemetry = Some(sampler.finish(total.map(|v| (v, headline.name.as_str()))));
+    if let Some(l) = &spec.db.limits {
+        let usage = crate::sys::cgroup::Usage::read(groups).since(&limits_before);
+        record.limits = Some(crate::record::LimitsRecord { applied_to: l.applies_to.describe().into(), usage });
+    }
+    summary::print(&record, &details);
+
+    if let (Some(mut f), Some(path)) = (json_out, &spec.json) {
+        serde_json::to_writer_pretty(&mut f, &record)?;
+        writeln!(f)?;
+        eprintln!("run record written to {}", path.display());
+    }
+    if spec.store {
+        let mut store = crate::store::Store::open(&crate::store::default_path())?;
+        let id = store.add_run(None, &record)?;
+        eprintln!("stored as run {id} in {}", store.path.display());
+    }
+    if let Some(dest) = &spec.keep_db {
+        let (_, copy) = instances.swap_remove(0);
+        copy.keep(dest)?;
+        eprintln!("run database kept as {dest}");
+    }
+    Ok(match &record.status {
+        RunStatus::Completed if record.checks.iter().all(|c| c.ok) => ExitCode::SUCCESS,
+        RunStatus::Completed => {
+            eprintln!("error: the database failed its post-run checks (see above)");
+            ExitCode::FAILURE
+        }
+        RunStatus::Interrupted => {
+            eprintln!("interrupted: the figures above cover the time measured before Ctrl-C");
+            ExitCode::from(130)
+        }
+        RunStatus::Failed(cause) => {
+            eprintln!("error: run failed: {cause}");
+            ExitCode::FAILURE
+        }
+    })
+}
+
+/// Drives one instance's workload on its database: the driver, the window counter read
+/// over its own connection at both ends of the window (as HammerDB's monitor reads TPC-C's
+/// next order ids), and the telemetry window marks.
+fn measure(
+    workload: &dyn crate::workloads::Workload,
+    db: &dyn crate::targets::Database,
+    meta: &crate::targets::BuildMeta,
+    pacing: &Pacing,
+    sampler: &crate::telemetry::Sampler,
+    bar: Option<&ProgressBar>,
+) -> driver::RunResult {
+    let mut counter = Counter { start: None, end: None, error: None };
+    let mut result =
+        driver::run(pacing, workload.operations(), &|i| workload.worker(db, meta, i), &mut |event| match event {
+            Event::Tick { done, of, warmup } => {
+                if let Some(bar) = bar {
+                    bar.set_prefix(match (warmup, pacing.iterations) {
+                        (true, _) => "warmup s",
+                        (false, None) => "measure s",
+                        (false, Some(_)) => "units",
+                    });
+                    bar.set_length(of);
+                    bar.set_position(done.min(of));
+                }
+            }
+            Event::Interval { sample, warmup } => {
+                if let Some(bar) = bar {
+                    bar.set_message(format!("{:.0}/min", sample.per_min));
+                    let prefix = if warmup { "warmup " } else { "" };
+                    bar.suspend(|| eprintln!("{prefix}{}", workload.interval_line(sample)));
+                }
+            }
+            Event::WindowStart { after_warmup } => {
+                if let (true, Some(bar)) = (after_warmup, bar) {
+                    bar.suspend(|| eprintln!("Stats reset"));
+                }
+                sampler.window_start();
+                counter.start = counter.read(workload, db);
+            }
+            Event::WindowEnd => {
+                sampler.window_end();
+                counter.end = counter.read(workload, db);
+            }
+        });
+    result.window_counter = counter.start.zip(counter.end).map(|(a, b)| b - a);
+    if let (RunStatus::Completed, Some(e)) = (&result.status, counter.error) {
+        result.status = RunStatus::Failed(format!("could not read the workload's counter in the database: {e}"));
+    }
+    result
+}
+
+/// The workload's database counter at both ends of the window; the first failure is kept
+/// to fail the run.
+struct Counter {
+    start: Option<i64>,
+    end: Option<i64>,
+    error: Option<String>,
+}
+
+impl Counter {
+    fn read(&mut self, workload: &dyn crate::workloads::Workload, db: &dyn crate::targets::Database) -> Option<i64> {
+        workload.window_counter(db).unwrap_or_else(|e| {
+            self.error.get_or_insert(format!("{e:#}"));
+            None
+        })
+    }
+}

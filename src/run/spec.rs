@@ -1,0 +1,320 @@
+//! The run contract: everything one run needs, typed, built once (from the command line or
+//! a study file), checked once, and handed to a child process whole as JSON. A child reads
+//! it back with `dbvs run --spec FILE`; nothing is translated to and from argv.
+
+use crate::targets::sqlite::{CipherPragma, Key, KeyKind};
+use crate::targets::{self, Target};
+use crate::telemetry::power::PowerSpec;
+use crate::workloads::{self, Workload, WorkloadSpec};
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Which database and which workload: what `build`, `check` and `run` share.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DbSpec {
+    /// `sqlite:PATH`, `postgres://...`, `mysql://...`, `managed-postgres[:V]` or `managed-mariadb`.
+    pub target: String,
+    pub workload: WorkloadSpec,
+    /// SQLCipher key file (mode 0600); the key itself never enters a spec.
+    #[serde(default)]
+    pub key_file: Option<PathBuf>,
+    #[serde(default)]
+    pub key_kind: KeyKind,
+    #[serde(default)]
+    pub cipher_pragmas: Vec<CipherPragma>,
+    /// Server password file (mode 0600); else PGPASSWORD or MYSQL_PWD.
+    #[serde(default)]
+    pub password_file: Option<PathBuf>,
+    /// Data directory of a managed server.
+    #[serde(default)]
+    pub data_dir: Option<PathBuf>,
+    #[serde(default)]
+    pub server_settings: Vec<(String, String)>,
+    /// A study variant's control groups, and whose processes they limit.
+    #[serde(default)]
+    pub limits: Option<Limits>,
+}
+
+/// Control groups a run is limited by.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Limits {
+    pub groups: Vec<PathBuf>,
+    pub applies_to: LimitScope,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LimitScope {
+    /// The run process: its parent started it inside the groups (SQLite's engine runs in it).
+    Process,
+    /// The managed server this run starts (the driver stays unlimited).
+    Server,
+}
+
+impl LimitScope {
+    pub fn describe(self) -> &'static str {
+        match self {
+            LimitScope::Process => "the run process",
+            LimitScope::Server => "server processes",
+        }
+    }
+}
+
+impl DbSpec {
+    /// The workload (a multi-instance run makes one per instance).
+    pub fn workload(&self) -> Result<Box<dyn Workload>> {
+        workloads::by_name(&self.workload)
+    }
+
+    /// The target and the workload. A managed server starts here and stops when the target
+    /// (and every database handed out by it) is dropped.
+    pub fn open(&self) -> Result<(Box<dyn Target>, Box<dyn Workload>)> {
+        let key = self.key_file.as_deref().map(|f| Key::from_file(f, self.key_kind)).transpose()?;
+        let workload = self.workload()?;
+        let password = self.password_file.as_deref().map(crate::sys::read_secret_file).transpose()?;
+        let id = workload.build_identity();
+        // Named after the build, so workloads sharing one (tpcc and batch) share the database.
+        let size = id["size"].to_ascii_lowercase().replace('.', "p");
+        let default_db = format!("{}_{size}_s{}", id["workload"], self.workload.seed);
+        let server_cgroups = match &self.limits {
+            Some(l) if l.applies_to == LimitScope::Server => l.groups.clone(),
+            _ => vec![],
+        };
+        let target = targets::parse(
+            &self.target,
+            targets::TargetOptions {
+                key,
+                cipher_pragmas: self.cipher_pragmas.clone(),
+                password,
+                data_dir: self.data_dir.clone(),
+                server_settings: self.server_settings.clone(),
+                server_cgroups,
+                default_db,
+            },
+        )?;
+        Ok((target, workload))
+    }
+}
+
+/// How the driver paces a run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PacingSpec {
+    /// Worker threads (virtual users), each with its own connection.
+    pub threads: u32,
+    /// Measured time after warmup; `None`: 60 s, or no limit with `iterations`.
+    pub duration: Option<Duration>,
+    /// Time before measuring; `None`: 10 s, or none with `iterations`.
+    pub warmup: Option<Duration>,
+    /// Units each thread runs, then stops.
+    pub iterations: Option<u64>,
+    /// Mean think time after each unit.
+    pub think_time: Duration,
+    /// HammerDB-style random sleep of up to this long (a think time of half of it).
+    pub random_sleep: Option<Duration>,
+    /// Threads started per second during ramp-up.
+    pub ramp_rate: f64,
+    pub report_interval: Duration,
+    /// Test-only: a busy-wait in every unit.
+    #[serde(default)]
+    pub inject_delay: Duration,
+}
+
+impl Default for PacingSpec {
+    fn default() -> Self {
+        Self {
+            threads: 1,
+            duration: None,
+            warmup: None,
+            iterations: None,
+            think_time: Duration::ZERO,
+            random_sleep: None,
+            ramp_rate: 10.0,
+            report_interval: Duration::from_secs(10),
+            inject_delay: Duration::ZERO,
+        }
+    }
+}
+
+impl PacingSpec {
+    /// The driver's pacing, with the defaults filled in.
+    pub fn pacing(&self, seed: u64) -> crate::driver::Pacing {
+        let duration = match (self.duration, self.iterations) {
+            (Some(d), _) => d,
+            (None, Some(_)) => Duration::from_secs(365 * 24 * 3600),
+            (None, None) => Duration::from_secs(60),
+        };
+        let default_warmup = if self.iterations.is_some() { Duration::ZERO } else { Duration::from_secs(10) };
+        crate::driver::Pacing {
+            threads: self.threads as usize,
+            ramp_rate: self.ramp_rate,
+            warmup: self.warmup.unwrap_or(default_warmup),
+            duration,
+            think_time: self.random_sleep.map_or(self.think_time, |max| max / 2),
+            iterations: self.iterations,
+            report_interval: self.report_interval,
+            seed,
+            injected_delay: self.inject_delay,
+        }
+    }
+}
+
+/// What telemetry samples, and how power is read.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TelemetrySpec {
+    pub sample_interval: Duration,
+    pub power: PowerSpec,
+    pub idle_power: Duration,
+    /// Summaries also cover the window's last N minutes.
+    pub peak_minutes: f64,
+}
+
+impl Default for TelemetrySpec {
+    fn default() -> Self {
+        Self {
+            sample_interval: Duration::from_secs(1),
+            power: PowerSpec::Auto,
+            idle_power: Duration::from_secs(5),
+            peak_minutes: 10.0,
+        }
+    }
+}
+
+/// One run, whole.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunSpec {
+    pub db: DbSpec,
+    pub pacing: PacingSpec,
+    /// Independent databases side by side, each with `pacing.threads` workers.
+    pub instances: u32,
+    /// Flush and drop the OS page cache before the run.
+    pub cold: bool,
+    pub telemetry: TelemetrySpec,
+    /// Where the run record goes (JSON).
+    pub json: Option<PathBuf>,
+    /// Record the run in the results store.
+    pub store: bool,
+    /// Keep the (first) run database under this name instead of deleting it.
+    pub keep_db: Option<String>,
+}
+
+impl RunSpec {
+    /// A run of `db` with the default pacing and telemetry (a build's spec needs no more).
+    pub fn of(db: DbSpec) -> Self {
+        Self {
+            db,
+            pacing: PacingSpec::default(),
+            instances: 1,
+            cold: false,
+            telemetry: TelemetrySpec::default(),
+            json: None,
+            store: false,
+            keep_db: None,
+        }
+    }
+
+    /// Checks everything that can be checked before a run starts; errors name the flag.
+    pub fn check(&self) -> Result<()> {
+        let p = &self.pacing;
+        if p.threads == 0 || p.threads > 1024 {
+            bail!("--threads must be between 1 and 1024");
+        }
+        if p.iterations.is_some() && p.warmup.is_some_and(|w| !w.is_zero()) {
+            bail!("--iterations counts from the first unit, so it takes no --warmup; drop --warmup, or use --duration");
+        }
+        if p.iterations == Some(0) {
+            bail!("--iterations must be at least 1");
+        }
+        if p.duration.is_some_and(|d| d.is_zero()) {
+            bail!("--duration must be longer than 0, e.g. --duration 60s");
+        }
+        if !(p.ramp_rate > 0.0 && p.ramp_rate.is_finite()) {
+            bail!("--ramp-rate must be a positive number of threads per second, e.g. --ramp-rate 10");
+        }
+        if p.report_interval < Duration::from_millis(100) {
+            bail!("--report-interval must be at least 100ms");
+        }
+        let t = &self.telemetry;
+        if t.sample_interval < Duration::from_millis(100) {
+            bail!("--sample-interval must be at least 100ms, e.g. --sample-interval 1s");
+        }
+        if !(t.peak_minutes > 0.0 && t.peak_minutes.is_finite()) {
+            bail!("--peak-minutes must be a positive number of minutes, e.g. --peak-minutes 10");
+        }
+        if !(1..=256).contains(&self.instances) {
+            bail!("--instances must be between 1 and 256");
+        }
+        Ok(())
+    }
+
+    /// Writes the spec for a child process.
+    pub fn write(&self, path: &Path) -> Result<()> {
+        let text = serde_json::to_string_pretty(self)?;
+        std::fs::write(path, text).with_context(|| format!("cannot write run spec {}", path.display()))
+    }
+
+    /// Reads a spec a parent wrote.
+    pub fn read(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read run spec {}", path.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("{} is not a dbvs run spec", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> RunSpec {
+        RunSpec {
+            db: DbSpec {
+                target: "sqlite:/tmp/x.db".into(),
+                workload: WorkloadSpec { name: "ds2".into(), seed: 7, ..Default::default() },
+                key_file: Some("/k".into()),
+                key_kind: KeyKind::Raw,
+                cipher_pragmas: vec!["cipher_page_size=4096".parse().unwrap()],
+                password_file: None,
+                data_dir: None,
+                server_settings: vec![],
+                limits: Some(Limits { groups: vec!["/sys/fs/cgroup/x".into()], applies_to: LimitScope::Server }),
+            },
+            pacing: PacingSpec { threads: 4, duration: Some(Duration::from_secs(5)), ..Default::default() },
+            instances: 1,
+            cold: false,
+            telemetry: TelemetrySpec { power: PowerSpec::Command("echo 5".into()), ..Default::default() },
+            json: None,
+            store: false,
+            keep_db: None,
+        }
+    }
+
+    #[test]
+    fn a_spec_round_trips_through_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.json");
+        spec().write(&p).unwrap();
+        let back = RunSpec::read(&p).unwrap();
+        assert_eq!(serde_json::to_value(&back).unwrap(), serde_json::to_value(spec()).unwrap());
+        assert_eq!(back.telemetry.power, PowerSpec::Command("echo 5".into()));
+        assert_eq!(back.db.limits.unwrap().applies_to, LimitScope::Server);
+    }
+
+    #[test]
+    fn a_tampered_pragma_is_refused_on_reading() {
+        let text = serde_json::to_string(&spec()).unwrap().replace("cipher_page_size=4096", "journal_mode=off");
+        assert!(serde_json::from_str::<RunSpec>(&text).is_err());
+    }
+
+    #[test]
+    fn checks_name_the_flag() {
+        let mut s = spec();
+        s.pacing.iterations = Some(3);
+        s.pacing.warmup = Some(Duration::from_secs(1));
+        assert!(s.check().unwrap_err().to_string().contains("--warmup"));
+        let mut s = spec();
+        s.pacing.duration = Some(Duration::ZERO);
+        assert!(s.check().unwrap_err().to_string().contains("--duration"));
+        assert!(spec().check().is_ok());
+        assert_eq!(spec().pacing.pacing(1).warmup, Duration::from_secs(10));
+    }
+}

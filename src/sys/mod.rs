@@ -1,0 +1,126 @@
+//! The ground floor: what dbvs asks of the operating system. Tools on PATH, secret files,
+//! the page cache, control groups and the units people write. Nothing here imports any
+//! other dbvs module.
+
+pub mod cgroup;
+pub mod units;
+
+use anyhow::{bail, Context, Result};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// dbvs's data directory: `$XDG_DATA_HOME/dbvs`, else `~/.local/share/dbvs`.
+pub fn data_home() -> PathBuf {
+    let base = std::env::var_os("XDG_DATA_HOME").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into())).join(".local/share")
+    });
+    base.join("dbvs")
+}
+
+/// Finds `tool` on PATH or in the sbin directories, or says which package provides it.
+pub fn require(tool: &str, package: &str) -> Result<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
+        .map(|d| d.join(tool))
+        .find(|p| p.is_file())
+        .ok_or_else(|| anyhow::anyhow!("{tool} not found: install it with 'apt-get install {package}'"))
+}
+
+/// Runs a command, turning a failure into an error with its stderr.
+pub fn run_tool(cmd: &mut std::process::Command) -> Result<()> {
+    let out = cmd.stdin(std::process::Stdio::null()).output()?;
+    if !out.status.success() {
+        bail!("{:?} failed ({}): {}", cmd.get_program(), out.status, String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(())
+}
+
+/// Creates (truncates) an output file up front, so a bad path fails before a long run.
+pub fn create_output(path: &Path) -> Result<std::fs::File> {
+    std::fs::File::create(path).with_context(|| format!("cannot write {}; choose a writable path", path.display()))
+}
+
+/// Writes dirty pages out and empties the OS page cache, so reads come from the device.
+pub fn drop_caches() -> Result<()> {
+    // SAFETY: sync has no preconditions.
+    unsafe { libc::sync() };
+    std::fs::write("/proc/sys/vm/drop_caches", "3\n").map_err(|e| {
+        anyhow::anyhow!("cannot drop the page cache for a cold start ({e}); run as root, or leave out --cold")
+    })
+}
+
+/// Reads a secret (key or password) from a file that only its owner may access; the
+/// trailing newline is dropped.
+pub fn read_secret_file(path: &Path) -> Result<String> {
+    let meta = std::fs::metadata(path).with_context(|| format!("cannot read key file {}", path.display()))?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        bail!(
+            "key file {} is accessible by other users (mode {mode:04o}); run: chmod 600 {}",
+            path.display(),
+            path.display()
+        );
+    }
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read key file {}", path.display()))?;
+    Ok(text.trim_end_matches(['\n', '\r']).to_string())
+}
+
+/// A file holding a secret: created 0600, removed when dropped.
+pub struct SecretFile(pub PathBuf);
+
+impl SecretFile {
+    pub fn create(path: PathBuf, contents: &[u8]) -> Result<Self> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)?;
+        f.write_all(contents)?;
+        f.sync_all()?;
+        Ok(Self(path))
+    }
+}
+
+impl Drop for SecretFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// `n` random bytes as lowercase hex, from the OS.
+pub fn random_hex(n: usize) -> String {
+    use rand::TryRngCore;
+    let mut buf = vec![0u8; n];
+    rand::rngs::OsRng.try_fill_bytes(&mut buf).expect("the OS random source works");
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_files_are_private_and_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = SecretFile::create(dir.path().join("k"), b"x").unwrap();
+        assert_eq!(std::fs::metadata(&f.0).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(read_secret_file(&f.0).unwrap(), "x");
+        drop(f);
+        assert!(!dir.path().join("k").exists());
+        assert_eq!(random_hex(32).len(), 64);
+    }
+
+    #[test]
+    fn readable_secret_files_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("k");
+        std::fs::write(&p, "x\n").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(read_secret_file(&p).unwrap_err().to_string().contains("chmod 600"));
+    }
+
+    #[test]
+    fn missing_tools_name_their_package() {
+        let e = require("no-such-tool-dbvs", "some-package").unwrap_err().to_string();
+        assert!(e.contains("apt-get install some-package"), "{e}");
+    }
+}

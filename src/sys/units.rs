@@ -1,0 +1,53 @@
+//! Units people write: durations (`90s`, `10m`, `0.5`) and byte sizes (`512MB`, `2GB`).
+
+use std::time::Duration;
+
+/// Parses `60s`, `10m`, `1h30m`, or a plain number of seconds (`0.5`).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    if let Ok(secs) = s.parse::<f64>() {
+        return Duration::try_from_secs_f64(secs).map_err(|_| format!("'{s}' is not a valid number of seconds"));
+    }
+    humantime::parse_duration(s).map_err(|e| format!("'{s}' is not a duration ({e}); use e.g. 90s, 10m or 1h"))
+}
+
+/// Parses a size of at least 1 MB: `64MB`, `2gb`, `512KB` x 2048, or bytes.
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim().to_ascii_uppercase();
+    let (num, mult) = if let Some(n) = t.strip_suffix("GB") {
+        (n, 1u64 << 30)
+    } else if let Some(n) = t.strip_suffix("MB") {
+        (n, 1 << 20)
+    } else if let Some(n) = t.strip_suffix("KB") {
+        (n, 1 << 10)
+    } else {
+        (t.as_str(), 1)
+    };
+    match num.trim().parse::<u64>() {
+        Ok(n) if n > 0 && n.checked_mul(mult).is_some_and(|b| b >= 1 << 20) => Ok(n * mult),
+        _ => Err(format!("invalid size '{s}': use a size of at least 1MB such as 512MB or 2GB")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_accept_units_and_plain_seconds() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(parse_duration("0.5"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("-1").is_err());
+    }
+
+    #[test]
+    fn sizes_take_units_and_a_floor_of_one_megabyte() {
+        assert_eq!(parse_bytes("64MB"), Ok(64 << 20));
+        assert_eq!(parse_bytes("2gb"), Ok(2 << 30));
+        for bad in ["", "0MB", "12", "1.5GB", "-1MB", "999KB"] {
+            assert!(parse_bytes(bad).unwrap_err().contains("at least 1MB"), "{bad}");
+        }
+    }
+}
