@@ -33,6 +33,15 @@ fn bad_input_gets_one_clear_line() {
     fails_with(&["run", "--target", &t, "--pct-newcustomers", "101"], "--pct-newcustomers");
     fails_with(&["run", "--target", &t, "--key-file", "/nonexistent-key"], "cannot read key file");
     fails_with(&["run", "--target", &t, "--workload", "nope"], "nope");
+    // Values that start with '-' are values, not unknown flags.
+    fails_with(&["run", "--target", &t, "--size", "-10MB"], "unknown size '-10MB'");
+    fails_with(&["run", "--target", &t, "--duration", "-1s"], "'-1s' is not a duration");
+    let key = dir.path().join("k");
+    std::fs::write(&key, "5a".repeat(32)).unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let k = key.to_str().unwrap();
+    fails_with(&["run", "--target", &t, "--key-file", k, "--cipher-pragma", "cipher_page_size=3"], "power of two");
+    std::fs::remove_file(&key).unwrap();
     assert!(files_in(dir.path()).is_empty(), "failed commands left files: {:?}", files_in(dir.path()));
 }
 

@@ -37,7 +37,7 @@ fn ds2_on_an_external_postgres_keeps_its_invariants() {
     ]);
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(r["status"], "completed");
-    assert_eq!(r["target"]["engine"], "postgresql");
+    assert_eq!(r["target"]["engine"], "postgres");
     let version = r["env"]["engine_versions"]["postgresql"].as_str().unwrap();
     assert!(version.starts_with(|c: char| c.is_ascii_digit()), "{version}");
     assert!(r["checks"].as_array().unwrap().iter().all(|c| c["ok"] == true), "{}", r["checks"]);

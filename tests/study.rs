@@ -162,7 +162,7 @@ fn encryption_study_scans_for_plaintext_stores_runs_and_reports() {
     let runs = &r["runs"];
     let (a, b) = (runs[0]["run_id"].to_string(), runs[1]["run_id"].to_string());
     let cmp = stdout(&ok(&["compare", &a, &b]));
-    assert!(cmp.contains("opm") && cmp.contains("no confidence interval"), "{cmp}");
+    assert!(cmp.contains("OPM") && cmp.contains("no confidence interval"), "{cmp}");
     // Keys never reach the store or the reports.
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(!html.contains("sqlcipher.key") || !html.contains("PRAGMA key"));

@@ -80,7 +80,7 @@ impl CapacityFile {
             anyhow::anyhow!("{shown} line {line}: {}", e.message().trim())
         })?;
         file.check().map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
-        Ok((file, text))
+        Ok((file, crate::study::file::redact_key_commands(&text)))
     }
 
     fn check(&self) -> Result<()> {
@@ -248,8 +248,7 @@ pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::Capaci
     );
     let exe = std::env::current_exe()?;
     let ctx = crate::study::child::Context { exe: &exe, study: &study, out };
-    let work = tempfile::Builder::new().prefix(".work-").tempdir_in(out)?;
-    std::fs::set_permissions(work.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+    let work = crate::study::WorkDir::new(out, &format!("capacity search {} work directory", file.name))?;
     let headline = crate::workloads::by_name(&file.workload.args(file.seed)?)?.headline(None).name;
     let started = std::time::Instant::now();
     let mut outcomes = Vec::new();

@@ -49,6 +49,13 @@ enum Command {
     Report(results::ReportArgs),
     /// Compare two stored runs side by side (ad hoc A/B, no confidence interval).
     Compare(results::CompareArgs),
+    /// Undo what killed dbvs processes left behind: unmount their encrypted layers, lock
+    /// their fscrypt keys, delete their key files and work directories, stop their servers.
+    /// Every dbvs command does this first; this command does only this, and says what it did.
+    Cleanup,
+    /// Internal: waits for dbvs process PID to exit, then undoes what it left behind.
+    #[command(hide = true)]
+    Watchdog { pid: u32 },
 }
 
 /// Which database, which workload, which data.
@@ -70,7 +77,7 @@ struct DbArgs {
     /// tpcb: pgbench's scale factor (100,000 accounts each) [default: 1].
     /// tpcc and batch: warehouses [default: 1].
     /// bignw: scale factor, 1 = BigNW's 83,830 orders, 0.01 = about Northwind's [default: 1].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     size: Option<String>,
     /// Seed for the data generator and the workers' random choices; same seed, same data.
     #[arg(long, default_value_t = 42)]
@@ -159,6 +166,19 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    match cli.command {
+        Command::Watchdog { pid } => {
+            crate::sys::lease::watchdog::main(pid);
+            return ExitCode::SUCCESS;
+        }
+        Command::Cleanup => return cleanup(),
+        // What killed dbvs processes left mounted, keyed or running goes before anything starts.
+        _ => {
+            for line in crate::sys::lease::sweep() {
+                eprintln!("{line}");
+            }
+        }
+    }
     if let Err(e) = crate::interrupt::install() {
         eprintln!("error: cannot install signal handlers: {e}");
         return ExitCode::FAILURE;
@@ -174,6 +194,7 @@ pub fn main() -> ExitCode {
         Command::Results(c) => results::results(c),
         Command::Report(a) => results::report(a),
         Command::Compare(a) => results::compare(a),
+        Command::Cleanup | Command::Watchdog { .. } => unreachable!("handled before the signal handlers"),
     };
     result.unwrap_or_else(|e| {
         if e.is::<Interrupted>() {
@@ -183,6 +204,23 @@ pub fn main() -> ExitCode {
         eprintln!("error: {}", one_line(&format!("{e:#}")));
         ExitCode::FAILURE
     })
+}
+
+/// `dbvs cleanup`: the sweep, reported; fails when something could not be undone.
+fn cleanup() -> ExitCode {
+    let done = crate::sys::lease::sweep();
+    if done.is_empty() {
+        println!("nothing to clean up: no dbvs process left mounts, keys or servers behind");
+        return ExitCode::SUCCESS;
+    }
+    for line in &done {
+        println!("{line}");
+    }
+    if done.iter().all(|l| l.starts_with("cleaned up")) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
 /// Folds a multi-line message into one line, dropping clap's "For more information" tip.

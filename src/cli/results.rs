@@ -126,7 +126,16 @@ pub fn results(cmd: ResultsCommand) -> Result<ExitCode> {
 
 pub fn report(args: ReportArgs) -> Result<ExitCode> {
     let (row, json) = open()?.study(args.id)?;
-    let json = json.with_context(|| format!("study {} has no report yet (status: {})", row.id, row.status))?;
+    let json = json.with_context(|| match row.status.as_str() {
+        "running" => format!("study {} is still running; its report is written when it ends", row.id),
+        status => format!(
+            "study {} ended {status} before it wrote a report ({}); its finished runs are in the store: \
+             dbvs results show {}",
+            row.id,
+            row.cause.as_deref().unwrap_or("no cause recorded"),
+            row.id
+        ),
+    })?;
     let report: StudyReport = serde_json::from_str(&json).context("the stored report is unreadable")?;
     let text = args.format.render(&report)?;
     match &args.output {

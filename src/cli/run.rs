@@ -17,27 +17,27 @@ pub struct RunArgs {
     #[arg(long, visible_alias = "users", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     threads: u32,
     /// Measured time after warmup (e.g. 60s, 10m) [default: 60s; with --iterations, no limit].
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
     duration: Option<Duration>,
     /// Time before measuring (HammerDB's rampup); statistics are reset when it ends.
-    #[arg(long, visible_alias = "rampup", value_parser = parse_duration)]
+    #[arg(long, visible_alias = "rampup", value_parser = parse_duration, allow_hyphen_values = true)]
     warmup: Option<Duration>,
     /// Units each thread runs, then stops (HammerDB's per-user iterations, e.g. 1000); the run
     /// ends when all are done. Counts from the first unit, so it takes no --warmup.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     iterations: Option<u64>,
     /// Mean think time after each unit; each pause is uniform in [0, 2 x think time).
-    #[arg(long, default_value = "0", value_parser = parse_duration, conflicts_with = "random_sleep")]
+    #[arg(long, default_value = "0", value_parser = parse_duration, allow_hyphen_values = true, conflicts_with = "random_sleep")]
     think_time: Duration,
     /// A random sleep of up to this long after each unit (HammerDB-style, e.g. 10ms): the
     /// same as a think time of half of it.
-    #[arg(long, value_name = "MAX", value_parser = parse_duration)]
+    #[arg(long, value_name = "MAX", value_parser = parse_duration, allow_hyphen_values = true)]
     random_sleep: Option<Duration>,
     /// Threads started per second during ramp-up (DS2's ramp_rate).
     #[arg(long, default_value_t = 10.0)]
     ramp_rate: f64,
     /// How often to print a DS2-format progress line.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = parse_duration, allow_hyphen_values = true)]
     report_interval: Duration,
     /// Write the run record (parameters, environment, metrics, checks) as JSON to FILE.
     #[arg(long, value_name = "FILE")]
@@ -54,14 +54,14 @@ pub struct RunArgs {
     #[arg(long)]
     no_store: bool,
     /// How often telemetry samples CPU, disks, memory, pressure and power.
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    #[arg(long, default_value = "1s", value_parser = parse_duration, allow_hyphen_values = true)]
     sample_interval: Duration,
     /// Power source: auto (RAPL when readable), none, rapl, ipmi (ipmitool dcmi power
     /// reading), or cmd:COMMAND (a command printing watts, e.g. an external meter's reader).
     #[arg(long, default_value = "auto", value_name = "SOURCE")]
     power: crate::telemetry::power::PowerSpec,
     /// With a power source: how long to read idle power before the load starts.
-    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, default_value = "5s", value_parser = parse_duration, allow_hyphen_values = true)]
     idle_power: Duration,
     /// Telemetry summaries also cover the window's last N minutes (seed 000: "the last 10
     /// minutes of peak performance").
@@ -73,7 +73,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     instances: u32,
     /// Test-only: busy-wait this long in every order (a known slowdown for verdict tests).
-    #[arg(long, hide = true, default_value = "0", value_parser = parse_duration)]
+    #[arg(long, hide = true, default_value = "0", value_parser = parse_duration, allow_hyphen_values = true)]
     inject_delay: Duration,
 }
 

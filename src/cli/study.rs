@@ -13,7 +13,7 @@ pub struct StudyArgs {
     /// The study file (TOML): variants (the first is the baseline), workload, blocks, budget, CI target.
     file: PathBuf,
     /// Override the study file's time budget for measured blocks (e.g. 10m).
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
     budget: Option<Duration>,
     /// Directory for the reports (report.html, .md, .csv, .json), run records and logs
     /// [default: results/<study name>-<study id>].

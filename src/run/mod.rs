@@ -12,6 +12,7 @@ pub use spec::{DbSpec, LimitScope, Limits, PacingSpec, RunSpec, TelemetrySpec};
 use crate::driver::{self, Event, Pacing, RunStatus};
 use crate::host::Env;
 use crate::record::RunRecord;
+use crate::store::Store;
 use crate::sys::create_output;
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -23,125 +24,197 @@ use std::time::SystemTime;
 /// the summary, writes the record and stores it.
 pub fn run(spec: &RunSpec) -> Result<ExitCode> {
     spec.check()?;
+    if let Some(w) = spec.ramp_warning() {
+        eprintln!("{w}");
+    }
     let json_out = spec.json.as_deref().map(create_output).transpose()?;
-    let (target, workload) = spec.db.open()?;
-    let throughput = workload.supports_instances();
-    if spec.instances > 1 && !throughput {
-        anyhow::bail!(
-            "--instances runs throughput workloads side by side (ds2, tpcb, tpcc); {} is a suite of timed statements",
-            workload.name()
-        );
-    }
-    let meta = ensure_built(target.as_ref(), workload.as_ref())?;
-    let env = Env::new(target.versions()?);
-    // One database and one workload (with its own statistics) per instance.
-    let mut instances = vec![(workload, target.fresh_copy()?)];
-    for _ in 1..spec.instances {
-        instances.push((spec.db.workload()?, target.fresh_copy()?));
-    }
-    if spec.cold {
-        crate::sys::drop_caches()?;
-    }
-    if crate::interrupt::interrupted() {
-        return Err(crate::interrupt::Interrupted.into());
-    }
-
-    let mut pacing = spec.pacing.pacing(spec.db.workload.seed);
-    instances[0].0.adjust_pacing(&mut pacing);
-    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let bar = ProgressBar::with_draw_target(Some(pacing.warmup.as_secs()), ProgressDrawTarget::stderr());
-    bar.set_style(
-        ProgressStyle::with_template("{prefix:>10} [{bar:30}] {pos}/{len}  {msg}")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
-    let groups = spec.db.limits.as_ref().map_or(&[][..], |l| &l.groups[..]);
-    let limits_before = crate::sys::cgroup::Usage::read(groups);
-    let watch = target.watch();
-    let sampler = crate::telemetry::Sampler::start(crate::telemetry::Options {
-        interval: spec.telemetry.sample_interval,
-        power: spec.telemetry.power.clone(),
-        idle: spec.telemetry.idle_power,
-        dirs: watch.dirs,
-        server_pid_file: watch.server_pid_file,
-        server_note: watch.note,
-        peak_minutes: spec.telemetry.peak_minutes,
-    })?;
-    // Every instance starts together (seed 000's clients started at once); the first
-    // drives the progress bar.
-    let start = std::sync::Barrier::new(instances.len());
-    let results: Vec<driver::RunResult> = std::thread::scope(|s| {
-        let handles: Vec<_> = instances
-            .iter()
-            .enumerate()
-            .map(|(i, (w, copy))| {
-                let (meta, pacing, sampler, bar, start) = (&meta, &pacing, &sampler, &bar, &start);
-                s.spawn(move || {
-                    start.wait();
-                    measure(w.as_ref(), copy.as_ref(), meta, pacing, sampler, (i == 0).then_some(bar))
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
-    });
-    bar.finish_and_clear();
-
-    let mut records = Vec::new();
-    let mut details = Vec::new();
-    for (((w, copy), mut result), i) in instances.iter().zip(results).zip(0..) {
-        if let (driver::RunStatus::Failed(cause), Some(d)) = (&mut result.status, target.diagnostics()) {
-            cause.push_str(&format!(" ({d})"));
+    // The store opens first: one that cannot take runs fails before anything is measured.
+    let mut store = spec.store.then(|| Store::open(&crate::store::default_path())).transpose()?;
+    let mut set = match SetUp::new(spec) {
+        Ok(set) => set,
+        Err(e) => {
+            // A run that could not start (disk full while copying, a server that would not
+            // start) is recorded as failed, with its cause.
+            if let (Some(store), false) = (&store, e.is::<crate::interrupt::Interrupted>()) {
+                let _ = store.add_failed_run(None, &spec.db.workload.name, &format!("{e:#}"));
+            }
+            return Err(e);
         }
-        // A run whose database is gone (a dead server) is still recorded, with the reason.
-        let checks = w.check(copy.as_ref(), &meta, Some(&result.from_start)).unwrap_or_else(|e| {
-            vec![crate::workloads::Check {
-                name: "post-run checks could run".into(),
-                ok: false,
-                detail: format!("{e:#}"),
-            }]
-        });
-        let prefix = if instances.len() > 1 { format!("instance {}: ", i + 1) } else { String::new() };
-        eprintln!("{prefix}{}", w.final_line(&result));
-        if i == 0 {
-            details = w.details(&result);
-        }
-        records.push(RunRecord::new(
-            w.as_ref(),
-            target.info(),
-            &pacing,
-            env.clone(),
-            started_at.clone(),
-            result,
-            checks,
-        ));
-    }
-    let mut record = instances::combine(records);
-    // Work per watt only for throughputs (OPM/W, TPS/W); a suite time per watt means nothing.
-    let headline = record.headline.clone();
-    let total = headline.value.filter(|_| headline.higher_is_better);
-    record.telemetry = Some(sampler.finish(total.map(|v| (v, headline.name.as_str()))));
-    if let Some(l) = &spec.db.limits {
-        let usage = crate::sys::cgroup::Usage::read(groups).since(&limits_before);
-        record.limits = Some(crate::record::LimitsRecord { applied_to: l.applies_to.describe().into(), usage });
-    }
+    };
+    let (record, details) = set.measure(spec)?;
     summary::print(&record, &details);
-
     if let (Some(mut f), Some(path)) = (json_out, &spec.json) {
         serde_json::to_writer_pretty(&mut f, &record)?;
         writeln!(f)?;
         eprintln!("run record written to {}", path.display());
     }
-    if spec.store {
-        let mut store = crate::store::Store::open(&crate::store::default_path())?;
-        let id = store.add_run(None, &record)?;
-        eprintln!("stored as run {id} in {}", store.path.display());
+    if let Some(store) = &mut store {
+        keep_in_store(store, &record, spec.json.as_deref())?;
     }
     if let Some(dest) = &spec.keep_db {
-        let (_, copy) = instances.swap_remove(0);
+        let (_, copy) = set.instances.swap_remove(0);
         copy.keep(dest)?;
         eprintln!("run database kept as {dest}");
     }
-    Ok(match &record.status {
+    Ok(exit_code(&record))
+}
+
+/// Everything a run needs before it measures: the target (a managed server started), the
+/// pristine database built and checked, one fresh copy and workload per instance.
+struct SetUp {
+    target: Box<dyn crate::targets::Target>,
+    meta: crate::targets::BuildMeta,
+    env: Env,
+    instances: Vec<(Box<dyn crate::workloads::Workload>, Box<dyn crate::targets::RunCopy>)>,
+}
+
+impl SetUp {
+    fn new(spec: &RunSpec) -> Result<Self> {
+        let (target, workload) = spec.db.open()?;
+        if spec.instances > 1 && !workload.supports_instances() {
+            anyhow::bail!(
+                "--instances runs throughput workloads side by side (ds2, tpcb, tpcc); {} is a suite of timed statements",
+                workload.name()
+            );
+        }
+        let meta = ensure_built(target.as_ref(), workload.as_ref())?;
+        let env = Env::new(target.versions()?);
+        // One database and one workload (with its own statistics) per instance.
+        let mut instances = vec![(workload, target.fresh_copy()?)];
+        for _ in 1..spec.instances {
+            instances.push((spec.db.workload()?, target.fresh_copy()?));
+        }
+        if spec.cold {
+            crate::sys::drop_caches()?;
+        }
+        if crate::interrupt::interrupted() {
+            return Err(crate::interrupt::Interrupted.into());
+        }
+        Ok(Self { target, meta, env, instances })
+    }
+
+    /// Drives every instance at once, with telemetry, and folds their records into one;
+    /// also returns the workload's own summary lines.
+    fn measure(&mut self, spec: &RunSpec) -> Result<(RunRecord, Vec<String>)> {
+        let mut pacing = spec.pacing.pacing(spec.db.workload.seed);
+        self.instances[0].0.adjust_pacing(&mut pacing);
+        let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+        let bar = ProgressBar::with_draw_target(Some(pacing.warmup.as_secs()), ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template("{prefix:>10} [{bar:30}] {pos}/{len}  {msg}")
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
+        let groups = spec.db.limits.as_ref().map_or(&[][..], |l| &l.groups[..]);
+        let limits_before = crate::sys::cgroup::Usage::read(groups);
+        let watch = self.target.watch();
+        let sampler = crate::telemetry::Sampler::start(crate::telemetry::Options {
+            interval: spec.telemetry.sample_interval,
+            power: spec.telemetry.power.clone(),
+            idle: spec.telemetry.idle_power,
+            dirs: watch.dirs,
+            server_pid_file: watch.server_pid_file,
+            server_note: watch.note,
+            peak_minutes: spec.telemetry.peak_minutes,
+        })?;
+        // Every instance starts together (seed 000's clients started at once); the first
+        // drives the progress bar.
+        let start = std::sync::Barrier::new(self.instances.len());
+        let meta = &self.meta;
+        let results: Vec<driver::RunResult> = std::thread::scope(|s| {
+            let handles: Vec<_> = self
+                .instances
+                .iter()
+                .enumerate()
+                .map(|(i, (w, copy))| {
+                    let (pacing, sampler, bar, start) = (&pacing, &sampler, &bar, &start);
+                    s.spawn(move || {
+                        start.wait();
+                        measure(w.as_ref(), copy.as_ref(), meta, pacing, sampler, (i == 0).then_some(bar))
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+        });
+        bar.finish_and_clear();
+        let (records, details) = self.records(results, &pacing, &started_at);
+        let mut record = instances::combine(records);
+        // Work per watt only for throughputs (OPM/W, TPS/W); a suite time per watt means nothing.
+        let headline = record.headline.clone();
+        let total = headline.value.filter(|_| headline.higher_is_better);
+        record.telemetry = Some(sampler.finish(total.map(|v| (v, headline.name.as_str()))));
+        if let Some(l) = &spec.db.limits {
+            let usage = crate::sys::cgroup::Usage::read(groups).since(&limits_before);
+            record.limits = Some(crate::record::LimitsRecord { applied_to: l.applies_to.describe().into(), usage });
+        }
+        Ok((record, details))
+    }
+
+    /// Each instance's record, with its post-run checks; the first instance's summary lines.
+    fn records(
+        &self,
+        results: Vec<driver::RunResult>,
+        pacing: &Pacing,
+        started_at: &str,
+    ) -> (Vec<RunRecord>, Vec<String>) {
+        let mut records = Vec::new();
+        let mut details = Vec::new();
+        let many = self.instances.len() > 1;
+        for (((w, copy), mut result), i) in self.instances.iter().zip(results).zip(1..) {
+            if let (RunStatus::Failed(cause), Some(d)) = (&mut result.status, self.target.diagnostics()) {
+                cause.push_str(&format!(" ({d})"));
+            }
+            // A run whose database is gone (a dead server) is still recorded, with the reason.
+            let checks = w.check(copy.as_ref(), &self.meta, Some(&result.from_start)).unwrap_or_else(|e| {
+                vec![crate::workloads::Check {
+                    name: "post-run checks could run".into(),
+                    ok: false,
+                    detail: format!("{e:#}"),
+                }]
+            });
+            let prefix = if many { format!("instance {i}: ") } else { String::new() };
+            eprintln!("{prefix}{}", w.final_line(&result));
+            if i == 1 {
+                details = w.details(&result);
+            }
+            let (target, env) = (self.target.info(), self.env.clone());
+            records.push(RunRecord::new(w.as_ref(), target, pacing, env, started_at.into(), result, checks));
+        }
+        (records, details)
+    }
+}
+
+/// Stores the record; when the store cannot take it, the record is kept in a file and the
+/// error says where, so a finished run is never lost.
+fn keep_in_store(store: &mut Store, record: &RunRecord, json: Option<&std::path::Path>) -> Result<()> {
+    match store.add_run(None, record) {
+        Ok(id) => {
+            eprintln!("stored as run {id} in {}", store.path.display());
+            Ok(())
+        }
+        Err(e) => {
+            let kept = match json {
+                Some(p) => p.to_path_buf(),
+                None => {
+                    let dir = crate::sys::data_home().join("unstored");
+                    std::fs::create_dir_all(&dir)?;
+                    let p = dir.join(format!("run-{}-{}.json", record.started_at.replace(':', ""), std::process::id()));
+                    std::fs::write(&p, serde_json::to_vec_pretty(record)?)?;
+                    p
+                }
+            };
+            anyhow::bail!(
+                "the results store {} could not take the run ({e:#}); the record is kept in {}; \
+                 fix the store (or point DBVS_RESULTS at a writable file) before the next run",
+                store.path.display(),
+                kept.display()
+            )
+        }
+    }
+}
+
+fn exit_code(record: &RunRecord) -> ExitCode {
+    match &record.status {
         RunStatus::Completed if record.checks.iter().all(|c| c.ok) => ExitCode::SUCCESS,
         RunStatus::Completed => {
             eprintln!("error: the database failed its post-run checks (see above)");
@@ -155,7 +228,7 @@ pub fn run(spec: &RunSpec) -> Result<ExitCode> {
             eprintln!("error: run failed: {cause}");
             ExitCode::FAILURE
         }
-    })
+    }
 }
 
 /// Drives one instance's workload on its database: the driver, the window counter read

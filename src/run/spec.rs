@@ -248,6 +248,20 @@ impl RunSpec {
         Ok(())
     }
 
+    /// A warning when ramping the threads up takes longer than the measured window.
+    pub fn ramp_warning(&self) -> Option<String> {
+        let p = &self.pacing;
+        let ramp = f64::from(p.threads) / p.ramp_rate;
+        let window = p.duration.map(|d| d.as_secs_f64()).filter(|_| p.iterations.is_none())?;
+        (ramp > window).then(|| {
+            format!(
+                "warning: starting {} threads at --ramp-rate {} takes {ramp:.0} s, longer than the {window:.0} s \
+                 measured; raise --ramp-rate (e.g. --ramp-rate {}) or use fewer --threads",
+                p.threads, p.ramp_rate, p.threads
+            )
+        })
+    }
+
     /// Writes the spec for a child process.
     pub fn write(&self, path: &Path) -> Result<()> {
         let text = serde_json::to_string_pretty(self)?;
@@ -316,5 +330,15 @@ mod tests {
         assert!(s.check().unwrap_err().to_string().contains("--duration"));
         assert!(spec().check().is_ok());
         assert_eq!(spec().pacing.pacing(1).warmup, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_ramp_longer_than_the_window_is_warned_about() {
+        let mut s = spec();
+        assert_eq!(s.ramp_warning(), None, "4 threads at 10/s ramp in 0.4 s");
+        s.pacing.threads = 1024;
+        s.pacing.duration = Some(Duration::from_secs(2));
+        let w = s.ramp_warning().unwrap();
+        assert!(w.contains("102 s") && w.contains("--ramp-rate"), "{w}");
     }
 }

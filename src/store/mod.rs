@@ -94,15 +94,46 @@ impl Store {
         if !exists {
             conn.execute_batch(SCHEMA).context("cannot set up the results store")?;
         }
-        Ok(Self { conn, path: path.to_path_buf() })
+        // Stores from before studies recorded their process.
+        let has_owner: bool =
+            conn.query_row("SELECT count(*) > 0 FROM pragma_table_info('studies') WHERE name = 'owner'", [], |r| {
+                r.get(0)
+            })?;
+        if !has_owner {
+            conn.execute_batch("ALTER TABLE studies ADD COLUMN owner TEXT")?;
+        }
+        let store = Self { conn, path: path.to_path_buf() };
+        store.abort_orphans()?;
+        Ok(store)
     }
 
     pub fn begin_study(&self, name: &str, study_file: &str) -> Result<i64> {
         self.conn.execute(
-            "INSERT INTO studies (name, started_at, status, study_file) VALUES (?1, ?2, 'running', ?3)",
-            params![name, now(), study_file],
+            "INSERT INTO studies (name, started_at, status, study_file, owner) VALUES (?1, ?2, 'running', ?3, ?4)",
+            params![name, now(), study_file, crate::sys::process_tag(std::process::id())],
         )?;
         Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Marks `aborted` every study still `running` whose process is gone (killed, or the
+    /// machine restarted): it will never finish. Its finished runs stay in the store.
+    fn abort_orphans(&self) -> Result<()> {
+        let mut st = self.conn.prepare("SELECT id, owner FROM studies WHERE status = 'running'")?;
+        let running: Vec<(i64, Option<String>)> =
+            st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
+        for (id, owner) in running {
+            let alive = owner.as_deref().is_some_and(crate::sys::process_alive);
+            if !alive {
+                let cause = "the dbvs process running it ended without finishing it (killed, or the machine \
+                             restarted); its finished runs are kept";
+                self.conn.execute(
+                    "UPDATE studies SET status = 'aborted', cause = ?2, finished_at = ?3 \
+                     WHERE id = ?1 AND status = 'running'",
+                    params![id, cause, now()],
+                )?;
+            }
+        }
+        Ok(())
     }
 
     pub fn finish_study(&self, id: i64, status: &str, cause: Option<&str>, report_json: Option<&str>) -> Result<()> {
@@ -134,7 +165,8 @@ impl Store {
                 status,
                 cause,
                 now(),
-                record.headline.value,
+                // A failed or interrupted run's figure is not a result; listings show none.
+                record.headline.value.filter(|_| status == "completed"),
                 json
             ],
         )?;
@@ -159,11 +191,20 @@ impl Store {
     }
 
     /// Records a run that produced no record at all (its process died), with the cause.
-    pub fn add_failed_run(&self, at: Placement, workload: &str, cause: &str) -> Result<i64> {
+    /// Records a run that failed before it produced a record (in a study, or a `dbvs run`
+    /// whose set-up failed).
+    pub fn add_failed_run(&self, at: Option<Placement>, workload: &str, cause: &str) -> Result<i64> {
         self.conn.execute(
             "INSERT INTO runs (study_id, block, variant, workload, status, cause, finished_at) \
              VALUES (?1, ?2, ?3, ?4, 'failed', ?5, ?6)",
-            params![at.study, at.block as i64, at.variant, workload, cause, now()],
+            params![
+                at.as_ref().map(|p| p.study),
+                at.as_ref().map(|p| p.block as i64),
+                at.as_ref().map(|p| p.variant),
+                workload,
+                cause,
+                now()
+            ],
         )?;
         Ok(self.conn.last_insert_rowid())
     }
@@ -244,11 +285,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_study_whose_process_is_gone_is_aborted_at_the_next_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.db");
+        let store = Store::open(&path).unwrap();
+        let mine = store.begin_study("live", "").unwrap();
+        let dead = store.begin_study("dead", "").unwrap();
+        store.conn.execute("UPDATE studies SET owner = '4294967294:1' WHERE id = ?1", [dead]).unwrap();
+        drop(store);
+        let store = Store::open(&path).unwrap();
+        let (row, _) = store.study(dead).unwrap();
+        assert_eq!(row.status, "aborted");
+        assert!(row.cause.unwrap().contains("finished runs are kept"));
+        assert_eq!(store.study(mine).unwrap().0.status, "running", "a live study is left alone");
+    }
+
+    #[test]
     fn studies_and_failed_runs_round_trip() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("sub/results.db")).unwrap();
         let id = store.begin_study("s", "name = 's'").unwrap();
-        let run = store.add_failed_run(Placement { study: id, block: 0, variant: "plain" }, "ds2", "boom").unwrap();
+        let run =
+            store.add_failed_run(Some(Placement { study: id, block: 0, variant: "plain" }), "ds2", "boom").unwrap();
         store.finish_study(id, "completed", None, Some("{}")).unwrap();
         let (row, report) = store.study(id).unwrap();
         assert_eq!((row.status.as_str(), row.runs, report.as_deref()), ("completed", 1, Some("{}")));

@@ -3,6 +3,7 @@
 
 use super::canary;
 use super::file::{StudyFile, WorkloadConfig};
+use crate::driver::RunStatus;
 use crate::interrupt;
 use crate::record::RunRecord;
 use crate::report::CanaryResult;
@@ -72,6 +73,7 @@ fn log_file(ctx: &Context, name: &str) -> Result<(PathBuf, std::fs::File)> {
 
 /// Runs a child to completion, forwarding Ctrl-C; returns whether it succeeded.
 fn wait(mut cmd: Command, log: std::fs::File) -> Result<std::process::ExitStatus> {
+    crate::sys::end_with_parent(&mut cmd);
     let mut child = cmd.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log).spawn()?;
     let mut forwarded = false;
     loop {
@@ -100,8 +102,9 @@ pub fn build(ctx: &Context, v: &VariantConfig, p: &Prepared, w: &WorkloadConfig)
     if matches!(w.name.as_str(), "fileio" | "cipher") {
         return Ok(());
     }
-    let (log_path, log) = log_file(ctx, &format!("build-{}-{}.log", v.name, slug(&w.label())))?;
     let name = format!("build-{}-{}", v.name, slug(&w.label()));
+    let (log_path, log) = log_file(ctx, &format!("{name}.log"))?;
+    p.ensure_in_force()?;
     let spec = RunSpec::of(db_spec(ctx, p, w)?);
     let mut cmd = Command::new(ctx.exe);
     cmd.arg("build").arg("--spec").arg(spec_file(ctx, &name, &spec)?).envs(p.env.iter().map(|(k, v)| (k, v)));
@@ -112,12 +115,42 @@ pub fn build(ctx: &Context, v: &VariantConfig, p: &Prepared, w: &WorkloadConfig)
     if !status.success() {
         bail!("building its database failed: {}", tail(&log_path));
     }
-    Ok(())
+    p.ensure_in_force()
 }
 
 /// One measured run; returns the child's run record. With `keep_for_scan` the run's
-/// database is kept in the variant's storage for the canary scan.
+/// database is kept in the variant's storage for the canary scan. The variant must be in
+/// force before and after the run (its layer mounted, its key present); a run whose layer
+/// vanished is failed, whatever it measured.
 pub fn run(
+    ctx: &Context,
+    v: &VariantConfig,
+    p: &Prepared,
+    w: &WorkloadConfig,
+    tag: &str,
+    keep_for_scan: bool,
+) -> Result<RunRecord> {
+    p.ensure_in_force()?;
+    let ooms = crate::sys::cgroup::oom_kills(&p.cgroups);
+    let result = run_child(ctx, v, p, w, tag, keep_for_scan);
+    // A process killed under a memory limit otherwise shows only as "signal: 9".
+    let oom = (crate::sys::cgroup::oom_kills(&p.cgroups) > ooms).then_some(
+        "the kernel's OOM killer ended a process under the variant's memory limit; raise its memory or use a smaller workload",
+    );
+    let mut record = match (result, oom) {
+        (Err(e), Some(why)) => bail!("{e:#}; {why}"),
+        (result, _) => result?,
+    };
+    if let (RunStatus::Failed(cause), Some(why)) = (&mut record.status, oom) {
+        *cause = format!("{cause}; {why}");
+    }
+    if let Err(e) = p.ensure_in_force() {
+        record.status = RunStatus::Failed(format!("{e:#} (checked after the run); its figures are not counted"));
+    }
+    Ok(record)
+}
+
+fn run_child(
     ctx: &Context,
     v: &VariantConfig,
     p: &Prepared,

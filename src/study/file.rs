@@ -203,6 +203,9 @@ impl WorkloadConfig {
     }
 }
 
+/// The longest measured window or warmup a study run may ask for.
+const MAX_RUN: Duration = Duration::from_secs(24 * 3600);
+
 fn default_power() -> String {
     "auto".into()
 }
@@ -285,7 +288,7 @@ impl StudyFile {
         file.workloads = file.workloads.into_iter().flat_map(WorkloadConfig::split).collect();
         let places = Places::of(&text);
         file.check(&places).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
-        Ok((file, text))
+        Ok((file, redact_key_commands(&text)))
     }
 
     fn check(&self, places: &Places) -> Result<()> {
@@ -327,14 +330,17 @@ impl StudyFile {
                 crate::workloads::by_name(&args)
                     .map_err(|e| anyhow::anyhow!("{}workload {}: {e}", at("size"), w.name))?;
             }
-            if w.threads == 0 {
-                bail!("{}workload.threads must be at least 1", at("threads"));
+            if !(1..=1024).contains(&w.threads) {
+                bail!("{}workload.threads must be between 1 and 1024, got {}", at("threads"), w.threads);
             }
             if w.instances == 0 || (w.instances > 1 && !matches!(w.name.as_str(), "ds2" | "tpcb" | "tpcc")) {
                 bail!("{}workload.instances must be 1, or more for ds2, tpcb and tpcc", at("instances"));
             }
-            if w.duration.is_zero() {
-                bail!("{}workload.duration must be longer than 0", at("duration"));
+            if w.instances > 256 {
+                bail!("{}workload.instances must be at most 256", at("instances"));
+            }
+            if w.duration.is_zero() || w.duration > MAX_RUN || w.warmup > MAX_RUN {
+                bail!("{}workload.duration must be longer than 0 and, like warmup, at most 24h", at("duration"));
             }
             if self.workloads[..i].iter().any(|o| o.label() == w.label()) {
                 bail!("two workloads are both called '{}'; give one a label = \"...\"", w.label());
@@ -357,11 +363,56 @@ impl StudyFile {
         if self.blocks.min < 2 || self.blocks.min > self.blocks.max {
             bail!("{}blocks: need 2 <= min <= max, got min {} max {}", at("min"), self.blocks.min, self.blocks.max);
         }
+        if self.budget.is_zero() || self.budget > Duration::from_secs(30 * 24 * 3600) {
+            bail!("{}budget must be longer than 0 and at most 30 days, e.g. budget = \"10m\"", at("budget"));
+        }
         if !(self.ci_target > 0.0 && self.ci_target < 1.0) {
             bail!("{}ci_target must be a fraction between 0 and 1, e.g. 0.01 for 1%", at("ci_target"));
         }
         Ok(())
     }
+}
+
+/// The study file as stored and reported: key commands (`command = "..."`) replaced, since
+/// a command that fetches a key may carry a token or a path worth keeping private.
+pub fn redact_key_commands(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("command") {
+        let (before, from) = rest.split_at(at + "command".len());
+        out.push_str(before);
+        let after_eq = from.trim_start().strip_prefix('=').map(str::trim_start);
+        let quote = after_eq.and_then(|a| a.chars().next()).filter(|q| *q == '"' || *q == '\'');
+        let (Some(value), Some(q)) = (after_eq, quote) else {
+            rest = from;
+            continue;
+        };
+        // Skip to the closing quote (a basic string may escape one with a backslash).
+        let body = &value[1..];
+        let mut end = None;
+        let mut escaped = false;
+        for (i, c) in body.char_indices() {
+            match c {
+                '\\' if q == '"' && !escaped => escaped = true,
+                c if c == q && !escaped => {
+                    end = Some(i);
+                    break;
+                }
+                _ => escaped = false,
+            }
+        }
+        let Some(end) = end else {
+            rest = from;
+            continue;
+        };
+        out.push_str(&from[..from.len() - value.len()]);
+        out.push(q);
+        out.push_str("(key command, not stored)");
+        out.push(q);
+        rest = &body[end + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Where the entries of a study file stand in its text, from the TOML parser's spans, so
@@ -447,8 +498,37 @@ kind = "sqlcipher"
         assert!(e.contains("used twice"), "{e}");
         let e = load(&GOOD.replace("kind = \"sqlcipher\"", "kind = \"rot13\"")).unwrap_err().to_string();
         assert!(e.contains("rot13") && e.contains("line"), "{e}");
+        for (from, to, says) in [
+            ("budget = \"2m\"", "budget = \"0s\"", "budget must be longer than 0"),
+            ("duration = \"2s\"", "duration = \"400d\"", "at most 24h"),
+            ("duration = \"2s\"", "duration = \"2s\"\nthreads = 100000", "between 1 and 1024"),
+        ] {
+            let e = load(&GOOD.replace(from, to)).unwrap_err().to_string();
+            assert!(e.contains(says) && e.contains("line"), "{to}: {e}");
+        }
         let e = load(&GOOD.replace("budget = \"2m\"", "budget = \"soon\"")).unwrap_err().to_string();
         assert!(e.contains("line 3") && e.contains("soon"), "{e}");
+    }
+
+    #[test]
+    fn key_commands_are_not_stored_and_inline_keys_are_refused() {
+        let with = |cmd: &str| {
+            GOOD.replace("kind = \"sqlcipher\"", &format!("kind = \"sqlcipher\"\nkey = {{ command = {cmd} }}"))
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.toml");
+        std::fs::write(&p, with("\"vault kv get -field=key secret/db\"")).unwrap();
+        let (f, text) = StudyFile::load(&p).unwrap();
+        assert_eq!(f.variants.len(), 2);
+        assert!(!text.contains("vault") && text.contains("(key command, not stored)"), "{text}");
+        let hex = "0123456789abcdef".repeat(4);
+        let e = load(&with(&format!("'echo {hex}'"))).unwrap_err().to_string();
+        assert!(e.contains("looks like the key itself") && !e.contains(&hex), "{e}");
+        assert_eq!(
+            redact_key_commands("a = 1\ncommand = \"x \\\" y\" # c"),
+            "a = 1\ncommand = \"(key command, not stored)\" # c"
+        );
+        assert_eq!(redact_key_commands("power = \"cmd:meter\""), "power = \"cmd:meter\"");
     }
 
     #[test]

@@ -74,9 +74,7 @@ fn run_blocks(study: &StudyFile, text: &str, opts: Options, store: &mut Store, i
             .with_context(|| format!("cannot create {}; choose a writable --out", out_dir.display()))?;
     }
     let started_at = now();
-    let work = tempfile::Builder::new().prefix(".work-").tempdir_in(&out_dir)?;
-    // Managed servers run as their own system users and must be able to reach their data.
-    std::fs::set_permissions(work.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+    let work = WorkDir::new(&out_dir, &format!("study {id} work directory"))?;
     let exe = std::env::current_exe()?;
     let ctx = child::Context { exe: &exe, study, out: &out_dir };
 
@@ -197,6 +195,14 @@ fn run_blocks(study: &StudyFile, text: &str, opts: Options, store: &mut Store, i
         }
     }
 
+    if status.0 == "completed" && active[1..].iter().all(|a| a.failed.is_some()) {
+        let causes: Vec<String> = active[1..]
+            .iter()
+            .map(|a| format!("{}: {}", a.cfg.name, a.failed.as_deref().unwrap_or("")))
+            .chain(skipped.iter().map(|(v, why)| format!("{}: skipped: {why}", v.name)))
+            .collect();
+        status = ("failed", Some(format!("no variant could be compared with the baseline ({})", causes.join("; "))));
+    }
     let report = summary::build(summary::Inputs {
         id,
         study,
@@ -216,6 +222,28 @@ fn run_blocks(study: &StudyFile, text: &str, opts: Options, store: &mut Store, i
     report::write_all(&report, &out_dir)?;
     drop(active);
     Ok(Outcome { report, out_dir })
+}
+
+/// The directory variants set themselves up in, under the output directory: removed at
+/// the end, or by the watchdog or the next dbvs command if this process is killed.
+pub(crate) struct WorkDir {
+    dir: tempfile::TempDir,
+    _lease: crate::sys::lease::Lease,
+}
+
+impl WorkDir {
+    pub(crate) fn new(out: &Path, what: &str) -> Result<Self> {
+        let dir = tempfile::Builder::new().prefix(".work-").tempdir_in(out)?;
+        // Managed servers run as their own system users and must be able to reach their data.
+        std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+        let mut lease = crate::sys::lease::Lease::new(what)?;
+        lease.push(crate::sys::lease::Step::RemoveDir { path: dir.path().to_path_buf() })?;
+        Ok(Self { dir, _lease: lease })
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        self.dir.path()
+    }
 }
 
 pub(crate) fn prepare(ctx: &child::Context, v: &VariantConfig, dir: &Path) -> Result<Prepared> {
@@ -310,7 +338,7 @@ fn record_run(
         }
         Err(e) => {
             let cause = format!("{e:#}");
-            let run_id = store.add_failed_run(at, &w.name, &cause)?;
+            let run_id = store.add_failed_run(Some(at), &w.name, &cause)?;
             let row = RunRow {
                 run_id,
                 block,

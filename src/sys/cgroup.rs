@@ -164,6 +164,13 @@ pub fn join_on_spawn(cmd: &mut std::process::Command, dirs: &[PathBuf]) -> Resul
     Ok(())
 }
 
+/// Processes the kernel's OOM killer has ended inside the groups so far.
+pub fn oom_kills(dirs: &[PathBuf]) -> u64 {
+    dirs.iter()
+        .map(|d| field(&read(d, "memory.events"), "oom_kill ") + field(&read(d, "memory.oom_control"), "oom_kill "))
+        .sum()
+}
+
 /// Cumulative counters of a group set.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Usage {

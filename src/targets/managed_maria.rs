@@ -6,6 +6,8 @@
 //! stopped; the server then restarts on the copy (same port) for the run.
 
 use super::ManagedServer;
+use crate::sys::lease::{Lease, Step};
+use crate::sys::lock::DirLock;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -28,6 +30,9 @@ pub struct ManagedMaria {
     running: Mutex<Option<(Child, PathBuf)>>,
     /// Control groups the server joins: a variant's limits.
     cgroups: Vec<PathBuf>,
+    /// Stops the server if dbvs is killed (the step names the running server's pid).
+    lease: Mutex<Lease>,
+    _lock: DirLock,
 }
 
 fn tool(name: &str) -> Result<PathBuf> {
@@ -61,6 +66,8 @@ impl ManagedMaria {
         let (mariadbd, install) = (tool("mariadbd")?, tool("mariadb-install-db")?);
         std::fs::create_dir_all(data).with_context(|| format!("cannot create data directory {}", data.display()))?;
         let data = data.canonicalize()?;
+        let lock = DirLock::acquire(&data, "the managed MariaDB data directory")?;
+        let lease = Lease::new(&format!("managed MariaDB on {}", data.display()))?;
         // SAFETY: geteuid has no preconditions.
         let as_root = unsafe { libc::geteuid() } == 0;
         // Temporary files stay on the data directory's storage (so an encrypted layer covers
@@ -95,6 +102,8 @@ impl ManagedMaria {
             version: String::new(),
             running: Mutex::new(None),
             cgroups: cgroups.to_vec(),
+            lease: Mutex::new(lease),
+            _lock: lock,
             data,
         };
         server.start_on(&server.data.clone())?;
@@ -143,6 +152,11 @@ impl ManagedMaria {
             .stderr(Stdio::null())
             .spawn()
             .context("cannot start mariadbd")?;
+        let step = Step::StopProcess { pid: child.id(), comm: "mariadbd".into() };
+        self.lease
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .replace(|s| matches!(s, Step::StopProcess { .. }), step)?;
         let t = Instant::now();
         let tail = || last_lines(&log(data));
         while t.elapsed() < Duration::from_secs(60) {

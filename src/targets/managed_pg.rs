@@ -3,6 +3,8 @@
 //! it is a Drop). As root, the server runs as the `postgres` system user, because
 //! PostgreSQL refuses to run as root.
 
+use crate::sys::lease::{Lease, Step};
+use crate::sys::lock::DirLock;
 use anyhow::{bail, Context, Result};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -21,6 +23,9 @@ pub struct ManagedPg {
     run_as: Option<(u32, u32)>,
     /// Control groups the postmaster (and so every backend) joins: a variant's limits.
     cgroups: Vec<PathBuf>,
+    /// Stops the server if dbvs is killed.
+    _lease: Lease,
+    _lock: DirLock,
 }
 
 /// A server setting (`name=value`) passed to postgres on start.
@@ -110,10 +115,22 @@ impl ManagedPg {
         let run_as = server_user()?;
         std::fs::create_dir_all(data).with_context(|| format!("cannot create data directory {}", data.display()))?;
         let data = data.canonicalize()?;
+        let lock = DirLock::acquire(&data, "the managed PostgreSQL data directory")?;
+        let mut lease = Lease::new(&format!("managed PostgreSQL on {}", data.display()))?;
+        lease.push(Step::StopServer { pid_file: data.join("postmaster.pid"), comm: "postgres".into() })?;
         if let Some((uid, gid)) = run_as {
             std::os::unix::fs::chown(&data, Some(uid), Some(gid))?;
         }
-        let pg = Self { bin, data, port: free_port()?, version, run_as, cgroups: cgroups.to_vec() };
+        let pg = Self {
+            bin,
+            data,
+            port: free_port()?,
+            version,
+            run_as,
+            cgroups: cgroups.to_vec(),
+            _lease: lease,
+            _lock: lock,
+        };
         if !pg.data.join("PG_VERSION").exists() {
             let out = pg
                 .command("initdb")

@@ -93,6 +93,23 @@ impl std::str::FromStr for CipherPragma {
         if value.is_empty() || !value.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
             bail!("cipher pragma {name} needs a plain word or number as its value, got '{value}'");
         }
+        // SQLCipher ignores or fails obscurely on out-of-range values; say so here instead.
+        let number = value.parse::<u64>().ok();
+        match name {
+            "cipher_page_size" if !number.is_some_and(|n| n.is_power_of_two() && (512..=65536).contains(&n)) => {
+                bail!("cipher_page_size must be a power of two from 512 to 65536, e.g. 4096, not '{value}'")
+            }
+            "kdf_iter" if number.is_none_or(|n| n < 1) => {
+                bail!("kdf_iter must be a whole number of at least 1, e.g. 256000, not '{value}'")
+            }
+            "cipher_plaintext_header_size" if number.is_none_or(|n| n > 100) => {
+                bail!("cipher_plaintext_header_size must be a number of bytes from 0 to 100, not '{value}'")
+            }
+            "cipher_use_hmac" if !["ON", "OFF"].contains(&value.to_ascii_uppercase().as_str()) => {
+                bail!("cipher_use_hmac must be ON or OFF, not '{value}'")
+            }
+            _ => {}
+        }
         Ok(Self { name: name.into(), value: value.into() })
     }
 }
@@ -501,6 +518,11 @@ mod tests {
         assert!("cipher_page_size=4096".parse::<CipherPragma>().is_ok());
         assert!("journal_mode=OFF".parse::<CipherPragma>().is_err());
         assert!("kdf_iter=1; DROP TABLE x".parse::<CipherPragma>().is_err());
+        for bad in ["cipher_page_size=3", "cipher_page_size=131072", "kdf_iter=0", "cipher_use_hmac=maybe"] {
+            let e = bad.parse::<CipherPragma>().unwrap_err().to_string();
+            assert!(e.contains("must be"), "{bad}: {e}");
+        }
+        assert!("cipher_use_hmac=off".parse::<CipherPragma>().is_ok());
     }
 
     #[test]

@@ -15,58 +15,7 @@ pub struct Layer {
     pub device: Option<String>,
 }
 
-/// A parsed line of /proc/self/mountinfo.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Mount {
-    pub major_minor: String,
-    pub mount_point: String,
-    pub fs_type: String,
-    pub source: String,
-}
-
-/// mountinfo escapes spaces and the like as octal (`\040`).
-fn unescape(s: &str) -> String {
-    let mut out = String::new();
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            let code: String = (0..3).filter_map(|_| chars.next()).collect();
-            match u8::from_str_radix(&code, 8) {
-                Ok(b) => out.push(b as char),
-                Err(_) => out.push_str(&code),
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
-    text.lines()
-        .filter_map(|l| {
-            let (left, right) = l.split_once(" - ")?;
-            let f: Vec<&str> = left.split_whitespace().collect();
-            let r: Vec<&str> = right.split_whitespace().collect();
-            Some(Mount {
-                major_minor: f.get(2)?.to_string(),
-                mount_point: unescape(f.get(4)?),
-                fs_type: r.first()?.to_string(),
-                source: unescape(r.get(1)?),
-            })
-        })
-        .collect()
-}
-
-/// The mount holding `path` (longest mount-point prefix; later mounts shadow earlier ones).
-pub fn mount_of<'m>(mounts: &'m [Mount], path: &Path) -> Option<&'m Mount> {
-    mounts
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| path.starts_with(&m.mount_point))
-        .max_by_key(|(i, m)| (m.mount_point.len(), *i))
-        .map(|(_, m)| m)
-}
+use crate::sys::mounts::mount_of;
 
 /// The diskstats name of a block device number, from sysfs.
 fn device_name(major_minor: &str) -> Option<String> {
@@ -76,7 +25,7 @@ fn device_name(major_minor: &str) -> Option<String> {
 
 /// The layers under `dir`, top first. Stops after a few hops (loops of loops are rare).
 pub fn layers(dir: &Path) -> Vec<Layer> {
-    let mounts = std::fs::read_to_string("/proc/self/mountinfo").map(|t| parse_mountinfo(&t)).unwrap_or_default();
+    let mounts = crate::sys::mounts::current();
     let mut out = Vec::new();
     let mut path: PathBuf = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     for _ in 0..4 {
@@ -118,23 +67,6 @@ pub fn devices(dirs: &[PathBuf]) -> (Vec<Layer>, Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const INFO: &str = "\
-22 1 254:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw
-40 22 7:0 / /mnt/my\\040data rw shared:20 - ext4 /dev/loop0 rw
-41 22 0:50 / /mnt/plain rw,nosuid - fuse.gocryptfs /srv/cipher rw,user_id=0
-";
-
-    #[test]
-    fn mountinfo_parses_and_the_longest_prefix_wins() {
-        let m = parse_mountinfo(INFO);
-        assert_eq!(m.len(), 3);
-        assert_eq!(m[1].mount_point, "/mnt/my data");
-        assert_eq!(m[2].fs_type, "fuse.gocryptfs");
-        assert_eq!(m[2].source, "/srv/cipher");
-        assert_eq!(mount_of(&m, Path::new("/mnt/my data/db/x")).unwrap().major_minor, "7:0");
-        assert_eq!(mount_of(&m, Path::new("/var/lib")).unwrap().major_minor, "254:1");
-    }
 
     #[test]
     fn this_machine_resolves_its_root_to_a_device() {

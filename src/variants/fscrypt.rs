@@ -1,17 +1,18 @@
 //! fscrypt: the database in a directory encrypted by the kernel (contents AES-256-XTS, names
 //! AES-256-CTS, v2 policy) on an ext4 image with the `encrypt` feature, mounted through a
-//! loop device. The key goes straight into the filesystem keyring by ioctl, so there is no
-//! fscrypt tool configuration to touch and no key on any command line.
+//! loop device. The key goes straight into the filesystem keyring by ioctl
+//! ([`crate::sys::fscrypt`]), so there is no fscrypt tool configuration to touch and no key
+//! on any command line.
 
-use super::Prepared;
+use super::{InForce, Prepared};
+use crate::sys::fscrypt;
+use crate::sys::lease::{Lease, Step};
 use crate::sys::{random_hex, require, run_tool};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
 pub const CIPHER: &str = "AES-256-XTS contents, AES-256-CTS names (kernel)";
 
@@ -53,18 +54,27 @@ impl Settings {
         let mnt = dir.join("fscrypt-mnt");
         let mut p = Prepared::plain(dir)?;
         std::fs::remove_dir(&p.data_dir)?;
+        let mut lease = Lease::new(&format!("fscrypt variant in {}", dir.display()))?;
+        lease.push(Step::RemoveFile { path: image.clone() })?;
         std::fs::File::create(&image)?.set_len(bytes)?;
-        p.guards.push(Box::new(RemoveFile(image.clone())));
-        run_tool(Command::new("mkfs.ext4").args(["-q", "-F", "-O", "encrypt", "-E", "nodiscard"]).arg(&image))?;
+        run_tool(
+            Command::new(require("mkfs.ext4", "e2fsprogs")?)
+                .args(["-q", "-F", "-O", "encrypt", "-E", "nodiscard"])
+                .arg(&image),
+        )?;
         std::fs::create_dir_all(&mnt)?;
-        run_tool(Command::new("mount").args(["-o", "loop"]).arg(&image).arg(&mnt))
+        // Unmounting also drops the file system's keyring, so this step alone locks the files.
+        lease.push(Step::Unmount { path: mnt.clone(), fuse: false })?;
+        run_tool(Command::new(require("mount", "mount")?).args(["-o", "loop"]).arg(&image).arg(&mnt))
             .context("cannot loop-mount the ext4 image (needs root and loop devices)")?;
-        p.guards.push(Box::new(Unmount(mnt.clone())));
-        let key = KeyInKeyring::add(&mnt)?;
+        let identifier = fscrypt::add_key(&mnt, new_key())?;
+        lease.push(Step::RemoveFscryptKey { mount: mnt.clone(), identifier: fscrypt::identifier_hex(&identifier) })?;
         let data = mnt.join("data");
         std::fs::create_dir(&data)?;
-        set_policy(&data, &key.identifier)?;
-        p.guards.push(Box::new(key));
+        fscrypt::set_policy(&data, &identifier)?;
+        p.in_force.push(InForce::Mount { path: mnt.clone(), fs_type: "ext4" });
+        p.in_force.push(InForce::Fscrypt { mount: mnt, dir: data.clone(), identifier });
+        p.lease = Some(lease);
         p.data_dir = data;
         p.backing = vec![image];
         p.encrypted = true;
@@ -88,156 +98,15 @@ pub fn preflight() -> Result<()> {
     Ok(())
 }
 
-struct RemoveFile(PathBuf);
-
-impl Drop for RemoveFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-/// Unmounts the image (which also frees its auto-clearing loop device).
-struct Unmount(PathBuf);
-
-impl Drop for Unmount {
-    fn drop(&mut self) {
-        for _ in 0..50 {
-            if run_tool(Command::new("umount").arg(&self.0)).is_ok() {
-                let _ = std::fs::remove_dir(&self.0);
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = run_tool(Command::new("umount").arg("-l").arg(&self.0));
-    }
-}
-
-// linux/fscrypt.h
-const FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER: u32 = 2;
-const FSCRYPT_POLICY_V2: u8 = 2;
-const FSCRYPT_MODE_AES_256_XTS: u8 = 1;
-const FSCRYPT_MODE_AES_256_CTS: u8 = 4;
-const FSCRYPT_POLICY_FLAGS_PAD_32: u8 = 0x03;
-/// AES-256-XTS takes a 512-bit key.
-const MASTER_KEY_BYTES: usize = 64;
-
-#[repr(C)]
-struct KeySpecifier {
-    kind: u32,
-    reserved: u32,
-    identifier: [u8; 32],
-}
-
-#[repr(C)]
-struct AddKeyArg {
-    spec: KeySpecifier,
-    raw_size: u32,
-    key_id: u32,
-    reserved: [u32; 8],
-    raw: [u8; MASTER_KEY_BYTES],
-}
-
-#[repr(C)]
-struct RemoveKeyArg {
-    spec: KeySpecifier,
-    removal_status_flags: u32,
-    reserved: [u32; 5],
-}
-
-#[repr(C)]
-struct PolicyV2 {
-    version: u8,
-    contents_mode: u8,
-    filenames_mode: u8,
-    flags: u8,
-    log2_data_unit_size: u8,
-    reserved: [u8; 3],
-    identifier: [u8; 16],
-}
-
-const fn ioc(dir: u64, nr: u64, size: usize) -> u64 {
-    (dir << 30) | ((size as u64) << 16) | ((b'f' as u64) << 8) | nr
-}
-const IOC_READ: u64 = 2;
-const IOC_RW: u64 = 3;
-/// The kernel defines SET_ENCRYPTION_POLICY with the 12-byte v1 struct size for every version.
-const FS_IOC_SET_ENCRYPTION_POLICY: u64 = ioc(IOC_READ, 19, 12);
-const FS_IOC_ADD_ENCRYPTION_KEY: u64 = ioc(IOC_RW, 23, std::mem::size_of::<AddKeyArg>() - MASTER_KEY_BYTES);
-const FS_IOC_REMOVE_ENCRYPTION_KEY: u64 = ioc(IOC_RW, 24, std::mem::size_of::<RemoveKeyArg>());
-
-fn ioctl<T>(path: &Path, request: u64, arg: &mut T) -> Result<()> {
-    let f = std::fs::File::open(path)?;
-    // SAFETY: `arg` is a #[repr(C)] struct matching the kernel's layout for `request`, and
-    // it outlives the call.
-    let rc = unsafe { libc::ioctl(f.as_raw_fd(), request as _, arg as *mut T) };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error().into());
-    }
-    Ok(())
-}
-
-/// The master key, present in the filesystem's keyring until dropped (which locks the files).
-struct KeyInKeyring {
-    mount: PathBuf,
-    identifier: [u8; 16],
-}
-
-impl KeyInKeyring {
-    fn add(mount: &Path) -> Result<Self> {
-        let hex = random_hex(MASTER_KEY_BYTES);
-        let mut raw = [0u8; MASTER_KEY_BYTES];
-        for (i, b) in raw.iter_mut().enumerate() {
-            *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("hex from random_hex");
-        }
-        let mut arg = AddKeyArg {
-            spec: KeySpecifier { kind: FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER, reserved: 0, identifier: [0; 32] },
-            raw_size: MASTER_KEY_BYTES as u32,
-            key_id: 0,
-            reserved: [0; 8],
-            raw,
-        };
-        let result = ioctl(mount, FS_IOC_ADD_ENCRYPTION_KEY, &mut arg).context("cannot add the fscrypt key");
-        arg.raw = [0; MASTER_KEY_BYTES];
-        result?;
-        let mut identifier = [0u8; 16];
-        identifier.copy_from_slice(&arg.spec.identifier[..16]);
-        Ok(Self { mount: mount.to_path_buf(), identifier })
-    }
-}
-
-impl Drop for KeyInKeyring {
-    fn drop(&mut self) {
-        let mut spec = KeySpecifier { kind: FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER, reserved: 0, identifier: [0; 32] };
-        spec.identifier[..16].copy_from_slice(&self.identifier);
-        let mut arg = RemoveKeyArg { spec, removal_status_flags: 0, reserved: [0; 5] };
-        let _ = ioctl(&self.mount, FS_IOC_REMOVE_ENCRYPTION_KEY, &mut arg);
-    }
-}
-
-fn set_policy(dir: &Path, identifier: &[u8; 16]) -> Result<()> {
-    let mut policy = PolicyV2 {
-        version: FSCRYPT_POLICY_V2,
-        contents_mode: FSCRYPT_MODE_AES_256_XTS,
-        filenames_mode: FSCRYPT_MODE_AES_256_CTS,
-        flags: FSCRYPT_POLICY_FLAGS_PAD_32,
-        log2_data_unit_size: 0,
-        reserved: [0; 3],
-        identifier: *identifier,
-    };
-    ioctl(dir, FS_IOC_SET_ENCRYPTION_POLICY, &mut policy).context("cannot set the fscrypt policy")
+/// A fresh random master key.
+fn new_key() -> [u8; fscrypt::MASTER_KEY_BYTES] {
+    let hex = random_hex(fscrypt::MASTER_KEY_BYTES);
+    std::array::from_fn(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("hex from random_hex"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ioctl_numbers_match_the_kernel_headers() {
-        // From linux/fscrypt.h compiled on x86_64.
-        assert_eq!(FS_IOC_SET_ENCRYPTION_POLICY, 0x800c6613);
-        assert_eq!(FS_IOC_ADD_ENCRYPTION_KEY, 0xc0506617);
-        assert_eq!(FS_IOC_REMOVE_ENCRYPTION_KEY, 0xc0406618);
-    }
 
     #[test]
     fn image_sizes_parse() {

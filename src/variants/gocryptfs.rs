@@ -1,12 +1,12 @@
 //! gocryptfs: the database directory inside a FUSE mount that encrypts every file with
 //! AES-256-GCM in 4 KiB blocks. The ciphertext directory is what lies on disk.
 
-use super::Prepared;
-use crate::sys::{random_hex, require, run_tool, SecretFile};
+use super::{InForce, Prepared};
+use crate::sys::lease::{Lease, Step};
+use crate::sys::{random_hex, require, run_tool};
 use anyhow::{bail, Result};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
 pub const CIPHER: &str = "AES-256-GCM per 4 KiB block";
 
@@ -24,28 +24,14 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// Unmounts when dropped; falls back to a lazy unmount if the mount stays busy.
-struct Mount(PathBuf);
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        for _ in 0..50 {
-            if run_tool(Command::new("fusermount3").arg("-u").arg(&self.0)).is_ok() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = run_tool(Command::new("fusermount3").arg("-uz").arg(&self.0));
-    }
-}
-
 pub fn setup(dir: &Path, env: &[(String, String)]) -> Result<Prepared> {
     let cipher = dir.join("gocryptfs-cipher");
     std::fs::create_dir_all(&cipher)?;
     let mut p = Prepared::plain(dir)?;
-    let pass = SecretFile::create(dir.join("gocryptfs.pass"), random_hex(32).as_bytes())?;
+    let mut lease = Lease::new(&format!("gocryptfs variant in {}", dir.display()))?;
+    let pass = lease.secret_file(dir.join("gocryptfs.pass"), random_hex(32).as_bytes())?;
     let gocryptfs = |args: &[&std::ffi::OsStr]| {
-        let mut c = Command::new("gocryptfs");
+        let mut c = Command::new(require("gocryptfs", "gocryptfs")?);
         c.args(args).envs(env.iter().map(|(k, v)| (k, v)));
         run_tool(&mut c)
     };
@@ -56,22 +42,24 @@ pub fn setup(dir: &Path, env: &[(String, String)]) -> Result<Prepared> {
         "-scryptn".as_ref(),
         "10".as_ref(),
         "-passfile".as_ref(),
-        pass.0.as_os_str(),
+        pass.as_os_str(),
         cipher.as_os_str(),
     ])?;
     // allow_other: a managed server runs as its own user and must see the mount too.
     let allow_other: &std::ffi::OsStr = if is_root() { "-allow_other".as_ref() } else { "-q".as_ref() };
+    lease.push(Step::Unmount { path: p.data_dir.clone(), fuse: true })?;
     gocryptfs(&[
         "-q".as_ref(),
         allow_other,
         "-passfile".as_ref(),
-        pass.0.as_os_str(),
+        pass.as_os_str(),
         cipher.as_os_str(),
         p.data_dir.as_os_str(),
     ])?;
-    p.guards.push(Box::new(Mount(p.data_dir.clone())));
     // The passphrase is only needed to mount; it goes at once.
-    drop(pass);
+    std::fs::remove_file(&pass)?;
+    p.in_force.push(InForce::Mount { path: p.data_dir.clone(), fs_type: "fuse.gocryptfs" });
+    p.lease = Some(lease);
     p.backing = vec![cipher];
     p.encrypted = true;
     Ok(p)

@@ -4,8 +4,9 @@
 //! optionally, the binary log. Before measuring, the target confirms through
 //! information_schema that every InnoDB tablespace is encrypted.
 
-use super::Prepared;
-use crate::sys::{random_hex, require, SecretFile};
+use super::{InForce, Prepared};
+use crate::sys::lease::Lease;
+use crate::sys::{random_hex, require};
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -51,14 +52,15 @@ impl Settings {
 
     pub fn setup(&self, dir: &Path) -> Result<Prepared> {
         let mut p = Prepared::plain(dir)?;
-        let keys = SecretFile::create(dir.join("tde.keys"), format!("1;{}\n", random_hex(32)).as_bytes())?;
+        let mut lease = Lease::new(&format!("mariadb-tde variant in {}", dir.display()))?;
+        let keys = lease.secret_file(dir.join("tde.keys"), format!("1;{}\n", random_hex(32)).as_bytes())?;
         if let Some((uid, gid)) = server_ids() {
-            std::os::unix::fs::chown(&keys.0, Some(uid), Some(gid))?;
+            std::os::unix::fs::chown(&keys, Some(uid), Some(gid))?;
         }
         let set = |k: &str, v: &str| (k.to_string(), v.to_string());
         p.server_settings = vec![
             set("plugin_load_add", "file_key_management"),
-            set("file_key_management_filename", &keys.0.display().to_string()),
+            set("file_key_management_filename", &keys.display().to_string()),
             set("file_key_management_encryption_algorithm", "AES_CTR"),
             set("innodb_encrypt_tables", "FORCE"),
             set("innodb_encrypt_log", "ON"),
@@ -73,7 +75,8 @@ impl Settings {
             p.server_settings.push(set("encrypt_binlog", "ON"));
         }
         p.encrypted = true;
-        p.guards.push(Box::new(keys));
+        p.in_force.push(InForce::File { path: keys, what: "the TDE key file" });
+        p.lease = Some(lease);
         Ok(p)
     }
 }

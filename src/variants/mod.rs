@@ -11,9 +11,10 @@ mod limits;
 mod mariadb_tde;
 mod sqlcipher;
 
+use crate::sys::lease::Lease;
 use crate::targets::sqlite::KeyKind;
 use crate::targets::Engine;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -108,7 +109,12 @@ pub struct Prepared {
     pub encrypted: bool,
     /// Control groups the runs (SQLite) or the managed server must join.
     pub cgroups: Vec<PathBuf>,
-    /// Tear-down steps, dropped last-in first-out.
+    /// What must still hold for a run on this variant to count (a mount, a key).
+    in_force: Vec<InForce>,
+    /// Mounts, keyring keys and key files to undo: at tear-down, or, if dbvs is killed,
+    /// by its watchdog or the next dbvs command.
+    lease: Option<Lease>,
+    /// Other tear-down steps (control groups, directories), dropped last-in first-out.
     guards: Vec<Box<dyn Send>>,
 }
 
@@ -117,7 +123,55 @@ impl Drop for Prepared {
         while let Some(g) = self.guards.pop() {
             drop(g);
         }
+        drop(self.lease.take());
     }
+}
+
+/// One thing that must still hold for a run on a variant to measure what it claims.
+enum InForce {
+    /// A file system of this type mounted exactly at `path` (the gocryptfs mount; the
+    /// fscrypt image). Without it, writes land in plain files underneath.
+    Mount { path: PathBuf, fs_type: &'static str },
+    /// An fscrypt policy on `dir` with its key in the keyring of `mount`.
+    Fscrypt { mount: PathBuf, dir: PathBuf, identifier: [u8; 16] },
+    /// Every SQLite file in `dir` is ciphertext: none starts with SQLite's plain header.
+    SqlcipherFiles { dir: PathBuf },
+    /// A key file the server reads at every start.
+    File { path: PathBuf, what: &'static str },
+}
+
+impl InForce {
+    fn check(&self) -> Result<()> {
+        match self {
+            InForce::Mount { path, fs_type } => match crate::sys::mounts::mounted_at(path) {
+                Some(m) if m.fs_type == *fs_type => Ok(()),
+                Some(m) => bail!("{} is mounted as {}, not {fs_type}", path.display(), m.fs_type),
+                None => bail!("{} is no longer mounted ({fs_type})", path.display()),
+            },
+            InForce::Fscrypt { mount, dir, identifier } => {
+                crate::sys::fscrypt::ensure_encrypted(mount, dir, identifier)
+            }
+            InForce::SqlcipherFiles { dir } => {
+                for e in std::fs::read_dir(dir)?.flatten() {
+                    let path = e.path();
+                    if path.extension().is_some_and(|x| x == "db") && sqlite_plaintext(&path)? {
+                        bail!("{} is a plain SQLite file, not SQLCipher ciphertext", path.display());
+                    }
+                }
+                Ok(())
+            }
+            InForce::File { path, what } if !path.exists() => bail!("{what} {} is gone", path.display()),
+            InForce::File { .. } => Ok(()),
+        }
+    }
+}
+
+/// Whether a file starts with SQLite's plaintext header.
+fn sqlite_plaintext(path: &Path) -> Result<bool> {
+    use std::io::Read;
+    let mut head = [0u8; 16];
+    let n = std::fs::File::open(path)?.read(&mut head)?;
+    Ok(n == 16 && &head == b"SQLite format 3\0")
 }
 
 impl Prepared {
@@ -134,8 +188,19 @@ impl Prepared {
             inject_delay: Duration::ZERO,
             encrypted: false,
             cgroups: vec![],
+            in_force: vec![],
+            lease: None,
             guards: vec![],
         })
+    }
+
+    /// Checks that the variant is still what it claims (its encryption layer mounted, its
+    /// key present, its files ciphertext); a run on a variant that is not is never counted.
+    pub fn ensure_in_force(&self) -> Result<()> {
+        for c in &self.in_force {
+            c.check().context("the variant is no longer in force")?;
+        }
+        Ok(())
     }
 }
 
@@ -173,6 +238,7 @@ impl VariantConfig {
     pub fn validate(&self) -> Result<()> {
         match &self.kind {
             Kind::Limits(s) => s.validate().map_err(|e| anyhow::anyhow!("variant '{}': {e}", self.name)),
+            Kind::Sqlcipher(s) => s.validate().map_err(|e| anyhow::anyhow!("variant '{}': {e}", self.name)),
             _ => Ok(()),
         }
     }

@@ -1,8 +1,9 @@
 //! SQLCipher: SQLite's pages encrypted inside the engine (AES-256-CBC, HMAC-SHA512 per page
 //! in SQLCipher 4). Built into dbvs, so it needs nothing installed.
 
-use super::Prepared;
-use crate::sys::{random_hex, SecretFile};
+use super::{InForce, Prepared};
+use crate::sys::lease::Lease;
+use crate::sys::random_hex;
 use crate::targets::sqlite::{Key, KeyKind};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -67,6 +68,21 @@ impl Settings {
         m
     }
 
+    /// Refuses a key written into the key command itself: it would sit in the study file,
+    /// the results store, every report and the process list.
+    pub fn validate(&self) -> Result<()> {
+        if let KeySource::Command(c) = &self.key {
+            let longest_hex = c.split(|ch: char| !ch.is_ascii_hexdigit()).map(str::len).max().unwrap_or(0);
+            if longest_hex >= 32 {
+                bail!(
+                    "the key command holds what looks like the key itself; put the key in a 0600 file and use \
+                     key = {{ file = \"PATH\" }}, or a command that fetches it (e.g. from a key management service)"
+                );
+            }
+        }
+        Ok(())
+    }
+
     pub fn preflight(&self) -> Result<()> {
         if !self.cipher_page_size.is_power_of_two() || !(512..=65536).contains(&self.cipher_page_size) {
             bail!("cipher_page_size must be a power of two from 512 to 65536, got {}", self.cipher_page_size);
@@ -109,8 +125,9 @@ impl Settings {
 
     pub fn setup(&self, dir: &Path) -> Result<Prepared> {
         let mut p = Prepared::plain(dir)?;
-        let key_file = SecretFile::create(dir.join("sqlcipher.key"), self.key_material()?.as_bytes())?;
-        p.key = Some((key_file.0.clone(), self.key_format));
+        let mut lease = Lease::new(&format!("sqlcipher variant in {}", dir.display()))?;
+        let key_file = lease.secret_file(dir.join("sqlcipher.key"), self.key_material()?.as_bytes())?;
+        p.key = Some((key_file, self.key_format));
         p.cipher_pragmas.push(format!("cipher_page_size={}", self.cipher_page_size).parse()?);
         if !self.hmac {
             p.cipher_pragmas.push("cipher_use_hmac=OFF".parse()?);
@@ -119,7 +136,8 @@ impl Settings {
             p.cipher_pragmas.push(format!("kdf_iter={k}").parse()?);
         }
         p.encrypted = true;
-        p.guards.push(Box::new(key_file));
+        p.in_force.push(InForce::SqlcipherFiles { dir: p.data_dir.clone() });
+        p.lease = Some(lease);
         Ok(p)
     }
 }

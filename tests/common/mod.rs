@@ -4,10 +4,13 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-/// `dbvs` with the results store pointed at a scratch file, never the user's own.
+/// `dbvs` with the results store and the lease directory in Cargo's scratch directory for
+/// tests (under target/, so nothing is left in /tmp), never the user's own.
 pub fn command() -> Command {
+    let scratch = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let mut c = Command::new(env!("CARGO_BIN_EXE_dbvs"));
-    c.env("DBVS_RESULTS", std::env::temp_dir().join(format!("dbvs-test-results-{}.db", std::process::id())));
+    c.env("DBVS_RESULTS", scratch.join(format!("dbvs-test-results-{}.db", std::process::id())));
+    c.env("DBVS_LEASES", scratch.join("leases"));
     c
 }
 

@@ -1,0 +1,214 @@
+//! Fault injection through the real binary: an encryption layer that vanishes mid-study,
+//! SIGKILL of a study (with and without its watchdog), SIGKILL of a run on a managed
+//! server, and two runs on one managed data directory. After each, nothing false is
+//! counted and nothing decrypted, mounted or running is left behind.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// These tests mount, kill and measure: one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A lease directory of this test's own, so sweeps see only what the test left.
+fn leases(dir: &Path) -> PathBuf {
+    dir.join("leases")
+}
+
+fn spawn(dir: &Path, args: &[&str], log: &Path) -> Child {
+    let mut c = command();
+    c.env("DBVS_LEASES", leases(dir)).args(args).stdin(Stdio::null());
+    let f = std::fs::File::create(log).unwrap();
+    c.stdout(f.try_clone().unwrap()).stderr(f);
+    // A session of its own, as a user's `setsid dbvs ...`: killing it kills only dbvs.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut c, || {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    c.spawn().unwrap()
+}
+
+fn run_in(dir: &Path, args: &[&str]) -> std::process::Output {
+    command().env("DBVS_LEASES", leases(dir)).args(args).output().unwrap()
+}
+
+/// Waits until `cond` holds, or fails after `secs` with `what`.
+fn wait_for(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !cond() {
+        assert!(t.elapsed() < Duration::from_secs(secs), "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn mounts_under(dir: &Path) -> Vec<String> {
+    let d = dir.canonicalize().unwrap().display().to_string();
+    std::fs::read_to_string("/proc/mounts").unwrap().lines().filter(|l| l.contains(&d)).map(String::from).collect()
+}
+
+fn files_named(dir: &Path, ends: &[&str]) -> Vec<PathBuf> {
+    let mut out = vec![];
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() && !p.is_symlink() {
+            out.extend(files_named(&p, ends));
+        } else if ends.iter().any(|x| p.to_string_lossy().ends_with(x)) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let o = Command::new("pgrep").args(["-af", needle]).output().unwrap();
+    String::from_utf8_lossy(&o.stdout).lines().filter(|l| !l.contains("pgrep")).map(String::from).collect()
+}
+
+fn log_has(log: &Path, text: &str) -> bool {
+    std::fs::read_to_string(log).unwrap_or_default().contains(text)
+}
+
+const ENCRYPTED: &str = r#"
+name = "k"
+blocks = { min = 2, max = 4 }
+[workload]
+name = "ds2"
+size = "1MB"
+threads = 1
+duration = "3s"
+warmup = "0.5s"
+[[variants]]
+name = "plain"
+kind = "plain"
+[[variants]]
+name = "go"
+kind = "gocryptfs"
+[[variants]]
+name = "fs"
+kind = "fscrypt"
+image_size = "128MB"
+[[variants]]
+name = "sc"
+kind = "sqlcipher"
+"#;
+
+/// A study killed with SIGKILL mid-block: its watchdog unmounts, locks and deletes at once.
+#[test]
+fn a_killed_study_leaves_nothing_decrypted_behind() {
+    let _turn = turn();
+    let dir = reachable_tempdir();
+    let (study, out, log) = (dir.path().join("s.toml"), dir.path().join("out"), dir.path().join("log"));
+    std::fs::write(&study, ENCRYPTED).unwrap();
+    let mut child = spawn(dir.path(), &["study", study.to_str().unwrap(), "--out", out.to_str().unwrap()], &log);
+    wait_for(120, "the study's first block", || log_has(&log, "block 1 done"));
+    assert!(mounts_under(dir.path()).len() >= 2, "gocryptfs and fscrypt are mounted");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    wait_for(30, "the watchdog to clean up", || mounts_under(dir.path()).is_empty());
+    wait_for(10, "the work directory to go", || files_named(&out, &[".key", ".pass", ".img"]).is_empty());
+    wait_for(10, "the leases to be carried out", || files_in(&leases(dir.path())).is_empty());
+    wait_for(10, "child runs to end", || processes_mentioning(out.to_str().unwrap()).is_empty());
+    let o = run_in(dir.path(), &["cleanup"]);
+    assert!(stdout(&o).contains("nothing to clean up"), "{}", stdout(&o));
+}
+
+/// The watchdog killed too (kill -9 of everything): the next dbvs command cleans up.
+#[test]
+fn the_next_command_cleans_up_what_a_killed_study_and_its_watchdog_left() {
+    let _turn = turn();
+    let dir = reachable_tempdir();
+    let (study, out, log) = (dir.path().join("s.toml"), dir.path().join("out"), dir.path().join("log"));
+    std::fs::write(&study, ENCRYPTED).unwrap();
+    let mut child = spawn(dir.path(), &["study", study.to_str().unwrap(), "--out", out.to_str().unwrap()], &log);
+    wait_for(120, "the study's first block", || log_has(&log, "block 1 done"));
+    let watchdog = format!("dbvs watchdog {}", child.id());
+    let o = Command::new("pkill").args(["-KILL", "-f", &watchdog]).output().unwrap();
+    assert!(o.status.success(), "the study has a watchdog");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(!mounts_under(dir.path()).is_empty(), "with no watchdog, the mounts stay until the next command");
+    let o = run_in(dir.path(), &["cleanup"]);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("cleaned up after dbvs process"), "{}", stdout(&o));
+    assert!(mounts_under(dir.path()).is_empty(), "{:?}", mounts_under(dir.path()));
+    assert!(files_named(&out, &[".key", ".pass", ".img"]).is_empty());
+    assert!(files_in(&leases(dir.path())).is_empty());
+}
+
+/// The gocryptfs mount vanishes mid-study: the runs after it fail; none is counted.
+#[test]
+fn a_vanished_encryption_layer_fails_its_runs_instead_of_counting_plaintext() {
+    let _turn = turn();
+    let dir = reachable_tempdir();
+    let (study, out, log) = (dir.path().join("s.toml"), dir.path().join("out"), dir.path().join("log"));
+    let body = ENCRYPTED.split("[[variants]]\nname = \"fs\"").next().unwrap();
+    std::fs::write(&study, body).unwrap();
+    let mut child = spawn(dir.path(), &["study", study.to_str().unwrap(), "--out", out.to_str().unwrap()], &log);
+    wait_for(120, "the study's first block", || log_has(&log, "block 1 done"));
+    let mount = mounts_under(dir.path()).into_iter().find(|m| m.contains("fuse.gocryptfs")).expect("gocryptfs mounted");
+    let point = mount.split_whitespace().nth(1).unwrap().to_string();
+    let o = Command::new("fusermount3").args(["-uz", &point]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "a study whose only compared variant failed does not succeed");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(r["status"], "failed", "{}", r["cause"]);
+    let go = r["variants"].as_array().unwrap().iter().find(|v| v["info"]["name"] == "go").unwrap();
+    assert_eq!(go["status"], "failed");
+    assert!(go["reason"].as_str().unwrap().contains("no longer mounted"), "{go}");
+    for run in r["runs"].as_array().unwrap().iter().filter(|x| x["variant"] == "go" && x["block"].as_u64() >= Some(1)) {
+        assert_eq!(run["status"], "failed", "a gocryptfs run after the unmount was counted: {run}");
+    }
+    assert!(r["comparisons"].as_array().unwrap().is_empty(), "no comparison rests on one block");
+    assert!(mounts_under(dir.path()).is_empty());
+}
+
+/// A run on a managed PostgreSQL killed with SIGKILL: its server is stopped, and the next
+/// run on the same data directory works.
+#[test]
+fn a_killed_run_does_not_orphan_its_managed_server() {
+    let _turn = turn();
+    let dir = reachable_tempdir();
+    let data = dir.path().join("pg");
+    let log = dir.path().join("log");
+    let args =
+        ["run", "--target", "managed-postgres", "--data-dir", data.to_str().unwrap(), "--size", "1MB", "--no-store"];
+    let mut child = spawn(dir.path(), &[&args[..], &["--duration", "60s", "--warmup", "1s"]].concat(), &log);
+    wait_for(120, "the run to start measuring", || log_has(&log, "Stats reset") || log_has(&log, "et="));
+    assert!(!processes_mentioning(data.to_str().unwrap()).is_empty(), "the server runs");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    wait_for(40, "the server to stop", || processes_mentioning(data.to_str().unwrap()).is_empty());
+    let o = run_in(dir.path(), &[&args[..], &["--duration", "1s", "--warmup", "0s"]].concat());
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+}
+
+/// Two runs on one managed data directory: the second is refused, naming the first; the
+/// first is unharmed.
+#[test]
+fn a_managed_data_directory_serves_one_dbvs_at_a_time() {
+    let _turn = turn();
+    let dir = reachable_tempdir();
+    let data = dir.path().join("pg");
+    let log = dir.path().join("log");
+    let args =
+        ["run", "--target", "managed-postgres", "--data-dir", data.to_str().unwrap(), "--size", "1MB", "--no-store"];
+    let mut first = spawn(dir.path(), &[&args[..], &["--duration", "6s", "--warmup", "1s"]].concat(), &log);
+    wait_for(120, "the first run to start measuring", || log_has(&log, "Stats reset") || log_has(&log, "et="));
+    let o = run_in(dir.path(), &[&args[..], &["--duration", "1s"]].concat());
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(e.contains("in use by dbvs process") && e.contains(&first.id().to_string()), "{e}");
+    assert_eq!(e.trim().lines().count(), 1, "one line: {e}");
+    assert!(first.wait().unwrap().success(), "{}", std::fs::read_to_string(&log).unwrap());
+}
