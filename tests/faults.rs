@@ -212,3 +212,55 @@ fn a_managed_data_directory_serves_one_dbvs_at_a_time() {
     assert_eq!(e.trim().lines().count(), 1, "one line: {e}");
     assert!(first.wait().unwrap().success(), "{}", std::fs::read_to_string(&log).unwrap());
 }
+
+/// A study killed between blocks is marked aborted by the next start, and `--resume` takes
+/// it up from its first incomplete block; the report counts every block once.
+#[test]
+fn a_killed_study_is_aborted_then_resumed_from_its_first_incomplete_block() {
+    let _turn = turn();
+    let dir = reachable_tempdir();
+    let (study, out, log) = (dir.path().join("s.toml"), dir.path().join("out"), dir.path().join("log"));
+    let body = "name = \"r\"\nblocks = { min = 4, max = 4 }\n[workload]\nname = \"ds2\"\nsize = \"1MB\"\n\
+                duration = \"1s\"\nwarmup = \"0.2s\"\n[[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
+                [[variants]]\nname = \"slow\"\nkind = \"delay\"\nper_transaction = \"1ms\"\n";
+    std::fs::write(&study, body).unwrap();
+    let (s, o) = (study.to_str().unwrap(), out.to_str().unwrap());
+    let store = dir.path().join("r.db");
+    let spawn_with_store = |args: &[&str]| {
+        let mut c = command();
+        c.env("DBVS_RESULTS", &store).env("DBVS_LEASES", leases(dir.path())).args(args);
+        c
+    };
+    let mut c = spawn_with_store(&["study", s, "--out", o]);
+    let f = std::fs::File::create(&log).unwrap();
+    let mut child = c.stdout(f.try_clone().unwrap()).stderr(f).spawn().unwrap();
+    wait_for(120, "two blocks", || log_has(&log, "block 2 done"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let id = "1";
+    let shown = spawn_with_store(&["results", "show", id]).output().unwrap();
+    assert!(stdout(&shown).contains("aborted"), "{}", stdout(&shown));
+    let report = spawn_with_store(&["report", id]).output().unwrap();
+    assert!(!report.status.success() && stderr(&report).contains("--resume 1"), "{}", stderr(&report));
+    let before: Value = {
+        let rows = spawn_with_store(&["results", "show", id]).output().unwrap();
+        assert!(rows.status.success());
+        serde_json::json!(stdout(&rows).matches("completed").count())
+    };
+    let resumed = spawn_with_store(&["study", s, "--out", o, "--resume", id]).output().unwrap();
+    assert!(resumed.status.success(), "{}\n{}", stdout(&resumed), stderr(&resumed));
+    assert!(stderr(&resumed).contains("resuming study 1 at block 3"), "{}", stderr(&resumed));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(r["status"], "completed", "{}", r["cause"]);
+    assert_eq!(r["blocks_completed"], 4);
+    let runs = r["runs"].as_array().unwrap();
+    for b in 0..4 {
+        for v in ["plain", "slow"] {
+            let n = runs.iter().filter(|x| x["block"] == b && x["variant"] == v).count();
+            assert_eq!(n, 1, "block {b}, {v}: {n} runs in the report");
+        }
+    }
+    assert!(before.as_u64().unwrap() >= 4, "the first two blocks' runs were stored before the kill");
+    let again = spawn_with_store(&["study", s, "--resume", id]).output().unwrap();
+    assert!(!again.status.success() && stderr(&again).contains("completed"), "{}", stderr(&again));
+}

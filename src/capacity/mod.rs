@@ -75,10 +75,8 @@ impl CapacityFile {
         let shown = path.display();
         let text =
             std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read capacity file {shown}: {e}"))?;
-        let file: CapacityFile = toml::from_str(&text).map_err(|e| {
-            let line = e.span().map_or(0, |s| text[..s.start.min(text.len())].matches('\n').count() + 1);
-            anyhow::anyhow!("{shown} line {line}: {}", e.message().trim())
-        })?;
+        let file: CapacityFile =
+            toml::from_str(&text).map_err(|e| crate::study::file::syntax_error(&shown, &text, &e))?;
         file.check().map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
         Ok((file, crate::study::file::redact_key_commands(&text)))
     }

@@ -129,10 +129,13 @@ pub fn report(args: ReportArgs) -> Result<ExitCode> {
     let json = json.with_context(|| match row.status.as_str() {
         "running" => format!("study {} is still running; its report is written when it ends", row.id),
         status => format!(
-            "study {} ended {status} before it wrote a report ({}); its finished runs are in the store: \
-             dbvs results show {}",
+            "study {} ended {status} before it wrote a report ({}); its finished runs are in the store \
+             (dbvs results show {}); continue it with 'dbvs study FILE --resume {}', or report the blocks \
+             it has with 'dbvs study FILE --resume {} --budget 0'",
             row.id,
             row.cause.as_deref().unwrap_or("no cause recorded"),
+            row.id,
+            row.id,
             row.id
         ),
     })?;

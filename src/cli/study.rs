@@ -19,11 +19,16 @@ pub struct StudyArgs {
     /// [default: results/<study name>-<study id>].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Take up study ID (aborted, interrupted or failed) again with the same study file: its
+    /// stored blocks count, and it goes on from the first incomplete one. With --budget 0 it
+    /// only writes the report of the blocks it has.
+    #[arg(long, value_name = "ID")]
+    resume: Option<i64>,
 }
 
 pub fn main(args: StudyArgs) -> Result<ExitCode> {
     let store = crate::store::default_path();
-    let outcome = study::run(&args.file, Options { budget: args.budget, out: args.out, store })?;
+    let outcome = study::run(&args.file, Options { budget: args.budget, out: args.out, store, resume: args.resume })?;
     let r = &outcome.report;
     println!("study {} '{}': {} ({})", r.study_id, r.name, r.status, r.stop_reason);
     for v in &r.variants {

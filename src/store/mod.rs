@@ -66,6 +66,8 @@ pub struct Placement<'a> {
     pub study: i64,
     pub block: usize,
     pub variant: &'a str,
+    /// The workload's label in the study (e.g. `tpcc hammerora-query`).
+    pub workload: &'a str,
 }
 
 fn now() -> String {
@@ -161,7 +163,7 @@ impl Store {
                 at.as_ref().map(|p| p.study),
                 at.as_ref().map(|p| p.block as i64),
                 at.as_ref().map(|p| p.variant),
-                record.workload,
+                at.as_ref().map_or(record.workload.as_str(), |p| p.workload),
                 status,
                 cause,
                 now(),
@@ -228,6 +230,27 @@ impl Store {
             )
             .optional()?
             .with_context(|| format!("no study {id} in {}; see 'dbvs results list'", self.path.display()))
+    }
+
+    /// Takes up a study that did not finish (aborted, interrupted or failed) again, with the
+    /// same study file; returns the runs it has.
+    pub fn resume_study(&self, id: i64, study_file: &str) -> Result<Vec<RunRow>> {
+        let (row, _) = self.study(id)?;
+        let stored: String = self.conn.query_row("SELECT study_file FROM studies WHERE id = ?1", [id], |r| r.get(0))?;
+        match row.status.as_str() {
+            "aborted" | "interrupted" | "failed" => {}
+            "running" => anyhow::bail!("study {id} is still running; it cannot be resumed twice"),
+            s => anyhow::bail!("study {id} is {s}; only an aborted, interrupted or failed study can be resumed"),
+        }
+        if stored != study_file {
+            anyhow::bail!("the study file differs from the one study {id} ran with; resume it with the same file");
+        }
+        self.conn.execute(
+            "UPDATE studies SET status = 'running', cause = NULL, finished_at = NULL, report_json = NULL, owner = ?2 \
+             WHERE id = ?1",
+            params![id, crate::sys::process_tag(std::process::id())],
+        )?;
+        self.runs_of(id)
     }
 
     pub fn runs_of(&self, study: i64) -> Result<Vec<RunRow>> {
@@ -305,8 +328,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("sub/results.db")).unwrap();
         let id = store.begin_study("s", "name = 's'").unwrap();
-        let run =
-            store.add_failed_run(Some(Placement { study: id, block: 0, variant: "plain" }), "ds2", "boom").unwrap();
+        let run = store
+            .add_failed_run(Some(Placement { study: id, block: 0, variant: "plain", workload: "ds2" }), "ds2", "boom")
+            .unwrap();
         store.finish_study(id, "completed", None, Some("{}")).unwrap();
         let (row, report) = store.study(id).unwrap();
         assert_eq!((row.status.as_str(), row.runs, report.as_deref()), ("completed", 1, Some("{}")));

@@ -272,10 +272,7 @@ impl StudyFile {
     pub fn load(path: &Path) -> Result<(Self, String)> {
         let shown = path.display();
         let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read study file {shown}: {e}"))?;
-        let mut file: StudyFile = toml::from_str(&text).map_err(|e| {
-            let line = e.span().map_or(0, |s| text[..s.start.min(text.len())].matches('\n').count() + 1);
-            anyhow::anyhow!("{shown} line {line}: {}", e.message().trim())
-        })?;
+        let mut file: StudyFile = toml::from_str(&text).map_err(|e| syntax_error(&shown, &text, &e))?;
         if let Some(w) = file.workload.take() {
             if !file.workloads.is_empty() {
                 bail!("{shown}: use either one [workload] or a list of [[workloads]], not both");
@@ -371,6 +368,13 @@ impl StudyFile {
         }
         Ok(())
     }
+}
+
+/// A TOML parser error as one line: the file, the line its span starts on, the message.
+pub fn syntax_error(file: &dyn std::fmt::Display, text: &str, e: &toml::de::Error) -> anyhow::Error {
+    let line = e.span().map_or(0, |s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+    let msg: Vec<&str> = e.message().lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    anyhow::anyhow!("{file} line {line}: {}", msg.join("; "))
 }
 
 /// The study file as stored and reported: key commands (`command = "..."`) replaced, since

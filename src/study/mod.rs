@@ -12,6 +12,7 @@ pub mod canary;
 pub(crate) mod child;
 pub mod file;
 pub mod measures;
+mod resume;
 mod summary;
 
 use crate::driver::RunStatus;
@@ -35,6 +36,8 @@ pub struct Options {
     /// Where reports, run records and logs go.
     pub out: Option<PathBuf>,
     pub store: PathBuf,
+    /// Take up this unfinished study again, from its first incomplete block.
+    pub resume: Option<i64>,
 }
 
 pub struct Outcome {
@@ -56,8 +59,11 @@ struct Active {
 pub fn run(path: &Path, opts: Options) -> Result<Outcome> {
     let (study, text) = StudyFile::load(path)?;
     let mut store = Store::open(&opts.store)?;
-    let id = store.begin_study(&study.name, &text)?;
-    let result = run_blocks(&study, &text, opts, &mut store, id);
+    let (id, stored) = match opts.resume {
+        Some(id) => (id, store.resume_study(id, &text)?),
+        None => (store.begin_study(&study.name, &text)?, vec![]),
+    };
+    let result = run_blocks(&study, &text, opts, &mut store, id, &stored);
     if let Err(e) = &result {
         // A study that never got to a report still ends in the store, with its cause.
         let status = if e.is::<interrupt::Interrupted>() { "interrupted" } else { "failed" };
@@ -66,7 +72,14 @@ pub fn run(path: &Path, opts: Options) -> Result<Outcome> {
     result
 }
 
-fn run_blocks(study: &StudyFile, text: &str, opts: Options, store: &mut Store, id: i64) -> Result<Outcome> {
+fn run_blocks(
+    study: &StudyFile,
+    text: &str,
+    opts: Options,
+    store: &mut Store,
+    id: i64,
+    stored: &[crate::store::RunRow],
+) -> Result<Outcome> {
     let budget = opts.budget.unwrap_or(study.budget);
     let out_dir = opts.out.unwrap_or_else(|| PathBuf::from(format!("results/{}-{id}", study.name)));
     for sub in ["runs", "logs"] {
@@ -109,13 +122,16 @@ fn run_blocks(study: &StudyFile, text: &str, opts: Options, store: &mut Store, i
     let per_workload: Vec<Vec<measures::Measure>> =
         workloads.iter().map(|w| measures::of(w, study.seed)).collect::<Result<_>>()?;
     let all_measures: Vec<measures::Measure> = per_workload.concat();
+    let (mut rows, first) = resume::preload(&mut active, &all_measures, stored);
+    if first > 0 {
+        eprintln!("resuming study {id} at block {} (blocks 1-{first} are in the store)", first + 1);
+    }
     let mut canaries: Vec<CanaryResult> = Vec::new();
-    let mut rows: Vec<RunRow> = Vec::new();
     let mut block_times: Vec<f64> = Vec::new();
     let mut status = ("completed", None::<String>);
     let mut stop_reason = format!("maximum of {} blocks reached", study.blocks.max);
     let begun = Instant::now();
-    for block in 0..study.blocks.max {
+    for block in first..study.blocks.max {
         let expected = block_times.iter().sum::<f64>() / block_times.len().max(1) as f64;
         if block > 0 && begun.elapsed().as_secs_f64() + expected > budget.as_secs_f64() {
             stop_reason = format!("budget of {} used after {block} blocks", humantime::format_duration(budget));
@@ -131,9 +147,10 @@ fn run_blocks(study: &StudyFile, text: &str, opts: Options, store: &mut Store, i
             let w = &workloads[wi];
             // The canary scan follows the variant's first run (of any workload).
             // The cipher benchmark works in memory and leaves nothing at rest to scan.
-            let scan = block == 0 && w.name != "cipher" && !canaries.iter().any(|c| c.variant == a.cfg.name);
+            let scan = block == first && w.name != "cipher" && !canaries.iter().any(|c| c.variant == a.cfg.name);
             let result = child::run(&ctx, &a.cfg, &a.prepared, w, &format!("block{:02}", block + 1), scan);
-            let (row, record) = record_run(store, Placement { study: id, block, variant: &a.cfg.name }, w, result)?;
+            let at = Placement { study: id, block, variant: &a.cfg.name, workload: &w.label() };
+            let (row, record) = record_run(store, at, w, result)?;
             if let Some(cause) = row.cause.clone().filter(|_| row.status == "failed") {
                 eprintln!("variant {}: {} run failed: {cause}", a.cfg.name, w.label());
                 a.failed = Some(cause);
@@ -312,48 +329,59 @@ fn record_run(
     w: &file::WorkloadConfig,
     result: Result<RunRecord>,
 ) -> Result<(RunRow, Option<RunRecord>)> {
-    let (block, variant) = (at.block, at.variant.to_string());
+    let (block, variant, label) = (at.block, at.variant.to_string(), w.label());
     match result {
         Ok(r) => {
             let run_id = store.add_run(Some(at), &r)?;
-            let status = match &r.status {
-                RunStatus::Completed => "completed",
-                RunStatus::Interrupted => "interrupted",
-                RunStatus::Failed(_) => "failed",
-            };
-            let row = RunRow {
-                run_id,
-                block,
-                variant,
-                workload: w.label(),
-                status: status.into(),
-                cause: r.cause().map(String::from),
-                metric: r.measures.first().and_then(|m| r.measure(&m.name)),
-                orders: (r.counts.units > 0).then_some(r.counts.units),
-                rollback_rate: (r.counts.units > 0).then(|| r.counts.rollbacks as f64 / r.counts.units as f64),
-                p95_ms: (r.unit_latency.count > 0).then_some(r.unit_latency.p95_ms),
-                cpu_pct: Some(r.driver.process_cpu_pct).filter(|_| r.target.is_some()),
-            };
-            Ok((row, Some(r)))
+            Ok((row_of((run_id, block, &variant, &label), &r), Some(r)))
         }
         Err(e) => {
             let cause = format!("{e:#}");
-            let run_id = store.add_failed_run(Some(at), &w.name, &cause)?;
-            let row = RunRow {
-                run_id,
-                block,
-                variant,
-                workload: w.label(),
-                status: "failed".into(),
-                cause: Some(cause),
-                metric: None,
-                orders: None,
-                rollback_rate: None,
-                p95_ms: None,
-                cpu_pct: None,
-            };
-            Ok((row, None))
+            let run_id = store.add_failed_run(Some(at), &label, &cause)?;
+            Ok((failed_row((run_id, block, &variant, &label), cause), None))
         }
+    }
+}
+
+/// Where a run sits: its id in the store, block, variant and workload label.
+type At<'a> = (i64, usize, &'a str, &'a str);
+
+/// The report row of a run that produced a record.
+fn row_of((run_id, block, variant, workload): At, r: &RunRecord) -> RunRow {
+    let status = match &r.status {
+        RunStatus::Completed => "completed",
+        RunStatus::Interrupted => "interrupted",
+        RunStatus::Failed(_) => "failed",
+    };
+    RunRow {
+        run_id,
+        block,
+        variant: variant.into(),
+        workload: workload.into(),
+        status: status.into(),
+        cause: r.cause().map(String::from),
+        metric: r.measures.first().and_then(|m| r.measure(&m.name)),
+        orders: (r.counts.units > 0).then_some(r.counts.units),
+        rollback_rate: (r.counts.units > 0).then(|| r.counts.rollbacks as f64 / r.counts.units as f64),
+        p95_ms: (r.unit_latency.count > 0).then_some(r.unit_latency.p95_ms),
+        cpu_pct: Some(r.driver.process_cpu_pct).filter(|_| r.target.is_some()),
+    }
+}
+
+/// The report row of a run that failed without a record.
+fn failed_row((run_id, block, variant, workload): At, cause: String) -> RunRow {
+    RunRow {
+        run_id,
+        block,
+        variant: variant.into(),
+        workload: workload.into(),
+        status: "failed".into(),
+        cause: Some(cause),
+        metric: None,
+        orders: None,
+        rollback_rate: None,
+        p95_ms: None,
+        cpu_pct: None,
     }
 }
 

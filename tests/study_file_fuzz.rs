@@ -1,0 +1,120 @@
+//! The study-file parser under fuzzing: thousands of mutations of real study files (lines
+//! dropped, duplicated or swapped, values replaced with hostile ones, bytes flipped). Every
+//! input must give a study or one error line naming the file (and, when it cites a line,
+//! one that exists), never a panic. `dbvs study` is not run: `StudyFile::load` is the parser.
+
+use dbvs::study::file::StudyFile;
+use rand::{Rng, SeedableRng};
+
+const SEEDS: &[&str] = &[
+    include_str!("../studies/encryption-at-rest.toml"),
+    include_str!("../studies/file-encryption-tpcc.toml"),
+    include_str!("../studies/northwind-tde.toml"),
+];
+
+const HOSTILE: &[&str] = &[
+    "\"\"",
+    "0",
+    "-1",
+    "1e309",
+    "\"-10MB\"",
+    "\"0s\"",
+    "\"99999h\"",
+    "100000",
+    "true",
+    "[]",
+    "{}",
+    "\"\\u0000\"",
+    "\"ds2\"",
+    "\"tpcc\"",
+    "\"fileio\"",
+    "\"nope\"",
+    "'''",
+    "\"sqlcipher\"",
+    "{ command = \"x\" }",
+    "nan",
+    "\"1MB\"",
+    "[[variants]]",
+    "[workload]",
+    "\"plain\"",
+    "18446744073709551616",
+];
+
+fn mutate(text: &str, rng: &mut impl Rng) -> String {
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    for _ in 0..rng.random_range(1..4) {
+        if lines.is_empty() {
+            break;
+        }
+        let i = rng.random_range(0..lines.len());
+        match rng.random_range(0..6) {
+            0 => {
+                lines.remove(i);
+            }
+            1 => {
+                let l = lines[i].clone();
+                lines.insert(i, l);
+            }
+            2 => {
+                let j = rng.random_range(0..lines.len());
+                lines.swap(i, j);
+            }
+            3 => {
+                if let Some((k, _)) = lines[i].split_once('=') {
+                    lines[i] = format!("{k}= {}", HOSTILE[rng.random_range(0..HOSTILE.len())]);
+                }
+            }
+            4 => {
+                let mut bytes = lines[i].clone().into_bytes();
+                if !bytes.is_empty() {
+                    let at = rng.random_range(0..bytes.len());
+                    bytes[at] = rng.random_range(b' '..=b'~');
+                }
+                lines[i] = String::from_utf8_lossy(&bytes).into_owned();
+            }
+            _ => lines.insert(
+                i,
+                format!(
+                    "{} = {}",
+                    ["threads", "size", "kind", "name", "budget"][rng.random_range(0..5)],
+                    HOSTILE[rng.random_range(0..HOSTILE.len())]
+                ),
+            ),
+        }
+    }
+    lines.join("\n")
+}
+
+#[test]
+fn every_mutated_study_file_loads_or_fails_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fuzz.toml");
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2026);
+    let (mut loaded, mut refused) = (0, 0);
+    for case in 0..3000 {
+        let text = mutate(SEEDS[case % SEEDS.len()], &mut rng);
+        std::fs::write(&path, &text).unwrap();
+        let outcome = std::panic::catch_unwind(|| StudyFile::load(&path).map(|_| ()));
+        let Ok(result) = outcome else { panic!("case {case} panicked on:\n{text}") };
+        match result {
+            Ok(()) => loaded += 1,
+            Err(e) => {
+                refused += 1;
+                let msg = format!("{e:#}");
+                assert!(!msg.contains('\n'), "case {case}: a multi-line error:\n{msg}\non:\n{text}");
+                assert!(msg.contains("fuzz.toml"), "case {case}: the error does not name the file: {msg}");
+                if let Some(n) = msg.split("line ").nth(1).and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next()) {
+                    if let Ok(n) = n.parse::<usize>() {
+                        assert!(
+                            n >= 1 && n <= text.lines().count().max(1),
+                            "case {case}: line {n} of {}: {msg}",
+                            text.lines().count()
+                        );
+                    }
+                }
+            }
+        }
+    }
+    // The mutations must exercise both outcomes, or the test proves little.
+    assert!(loaded > 100 && refused > 1000, "loaded {loaded}, refused {refused}");
+}
