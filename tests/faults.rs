@@ -22,7 +22,7 @@ fn leases(dir: &Path) -> PathBuf {
     dir.join("leases")
 }
 
-fn spawn(dir: &Path, args: &[&str], log: &Path) -> Child {
+fn spawn<S: AsRef<std::ffi::OsStr>>(dir: &Path, args: &[S], log: &Path) -> Child {
     let mut c = command();
     c.env("DBVS_LEASES", leases(dir)).args(args).stdin(Stdio::null());
     let f = std::fs::File::create(log).unwrap();
@@ -37,7 +37,7 @@ fn spawn(dir: &Path, args: &[&str], log: &Path) -> Child {
     c.spawn().unwrap()
 }
 
-fn run_in(dir: &Path, args: &[&str]) -> std::process::Output {
+fn run_in<S: AsRef<std::ffi::OsStr>>(dir: &Path, args: &[S]) -> std::process::Output {
     command().env("DBVS_LEASES", leases(dir)).args(args).output().unwrap()
 }
 
@@ -180,17 +180,31 @@ fn a_killed_run_does_not_orphan_its_managed_server() {
     let _turn = turn();
     let dir = reachable_tempdir();
     let data = dir.path().join("pg");
-    let log = dir.path().join("log");
-    let args =
-        ["run", "--target", "managed-postgres", "--data-dir", data.to_str().unwrap(), "--size", "1MB", "--no-store"];
-    let mut child = spawn(dir.path(), &[&args[..], &["--duration", "60s", "--warmup", "1s"]].concat(), &log);
-    wait_for(120, "the run to start measuring", || log_has(&log, "Stats reset") || log_has(&log, "et="));
+    let mut child = measuring_on_managed_postgres(dir.path(), "60s");
     assert!(!processes_mentioning(data.to_str().unwrap()).is_empty(), "the server runs");
     child.kill().unwrap();
     child.wait().unwrap();
     wait_for(40, "the server to stop", || processes_mentioning(data.to_str().unwrap()).is_empty());
-    let o = run_in(dir.path(), &[&args[..], &["--duration", "1s", "--warmup", "0s"]].concat());
+    let again: Vec<String> =
+        pg_run(&data).into_iter().chain(["--duration", "1s", "--warmup", "0s"].map(String::from)).collect();
+    let o = run_in(dir.path(), &again);
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+}
+
+/// `dbvs run` on a managed PostgreSQL in `pg` under the test's directory.
+fn pg_run(data: &Path) -> Vec<String> {
+    let args = ["run", "--target", "managed-postgres", "--data-dir", data.to_str().unwrap(), "--size", "1MB"];
+    args.iter().map(|a| a.to_string()).chain(["--no-store".to_string()]).collect()
+}
+
+/// Starts a run of `duration` on a managed PostgreSQL and waits until it measures.
+fn measuring_on_managed_postgres(dir: &Path, duration: &str) -> Child {
+    let log = dir.join("log");
+    let mut args = pg_run(&dir.join("pg"));
+    args.extend(["--duration", duration, "--warmup", "1s"].map(String::from));
+    let child = spawn(dir, &args, &log);
+    wait_for(120, "the run to start measuring", || log_has(&log, "Stats reset") || log_has(&log, "et="));
+    child
 }
 
 /// Two runs on one managed data directory: the second is refused, naming the first; the
@@ -200,17 +214,14 @@ fn a_managed_data_directory_serves_one_dbvs_at_a_time() {
     let _turn = turn();
     let dir = reachable_tempdir();
     let data = dir.path().join("pg");
-    let log = dir.path().join("log");
-    let args =
-        ["run", "--target", "managed-postgres", "--data-dir", data.to_str().unwrap(), "--size", "1MB", "--no-store"];
-    let mut first = spawn(dir.path(), &[&args[..], &["--duration", "6s", "--warmup", "1s"]].concat(), &log);
-    wait_for(120, "the first run to start measuring", || log_has(&log, "Stats reset") || log_has(&log, "et="));
-    let o = run_in(dir.path(), &[&args[..], &["--duration", "1s"]].concat());
+    let mut first = measuring_on_managed_postgres(dir.path(), "6s");
+    let second: Vec<String> = pg_run(&data).into_iter().chain(["--duration".into(), "1s".into()]).collect();
+    let o = run_in(dir.path(), &second);
     assert!(!o.status.success());
     let e = stderr(&o);
     assert!(e.contains("in use by dbvs process") && e.contains(&first.id().to_string()), "{e}");
     assert_eq!(e.trim().lines().count(), 1, "one line: {e}");
-    assert!(first.wait().unwrap().success(), "{}", std::fs::read_to_string(&log).unwrap());
+    assert!(first.wait().unwrap().success(), "{}", std::fs::read_to_string(dir.path().join("log")).unwrap());
 }
 
 /// A study killed between blocks is marked aborted by the next start, and `--resume` takes
@@ -263,4 +274,50 @@ fn a_killed_study_is_aborted_then_resumed_from_its_first_incomplete_block() {
     assert!(before.as_u64().unwrap() >= 4, "the first two blocks' runs were stored before the kill");
     let again = spawn_with_store(&["study", s, "--resume", id]).output().unwrap();
     assert!(!again.status.success() && stderr(&again).contains("completed"), "{}", stderr(&again));
+}
+
+/// A disk that fills during the build: one line naming the cause, the failed run in the
+/// store, and no staging files left on the full disk.
+#[test]
+fn a_full_disk_fails_the_run_with_its_cause_and_records_it() {
+    let _turn = turn();
+    let dir = reachable_tempdir();
+    let small = dir.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    let o = Command::new("mount").args(["-t", "tmpfs", "-o", "size=4m", "tmpfs"]).arg(&small).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let store = dir.path().join("r.db");
+    let o = command()
+        .env("DBVS_RESULTS", &store)
+        .args(["run", "--target", &format!("sqlite:{}", small.join("ds2.db").display()), "--size", "10MB"])
+        .output()
+        .unwrap();
+    let left = files_in(&small);
+    let _ = Command::new("umount").arg(&small).output();
+    let e = stderr(&o);
+    assert!(!o.status.success());
+    assert!(e.contains("full"), "{e}");
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    assert!(left.is_empty(), "the failed build left {left:?} on the full disk");
+    let runs = command().env("DBVS_RESULTS", &store).args(["results", "list", "--runs"]).output().unwrap();
+    assert!(stdout(&runs).contains("failed"), "the set-up failure is recorded: {}", stdout(&runs));
+}
+
+/// A memory limit the run cannot live in: the run fails naming the OOM killer and the
+/// limit, and the study does not count it.
+#[test]
+fn a_run_killed_under_a_memory_limit_names_the_limit() {
+    let _turn = turn();
+    let dir = reachable_tempdir();
+    let (study, out) = (dir.path().join("s.toml"), dir.path().join("out"));
+    let body = "name = \"m\"\nblocks = { min = 2, max = 2 }\n[workload]\nname = \"ds2\"\nsize = \"1MB\"\n\
+                duration = \"1s\"\nwarmup = \"0.2s\"\n[[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
+                [[variants]]\nname = \"tiny\"\nkind = \"limits\"\nmemory = \"1MB\"\n";
+    std::fs::write(&study, body).unwrap();
+    let o = run_in(dir.path(), &["study", study.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(!o.status.success(), "{}", stdout(&o));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let tiny = r["variants"].as_array().unwrap().iter().find(|v| v["info"]["name"] == "tiny").unwrap();
+    assert_eq!(tiny["status"], "failed", "{tiny}");
+    assert!(tiny["reason"].as_str().unwrap().contains("OOM killer"), "{tiny}");
 }

@@ -304,7 +304,16 @@ fn a_postgres_study_puts_the_data_directory_on_the_encrypted_layer() {
         ),
     );
     let out = dir.path().join("out");
-    ok(&["study", &f, "--out", out.to_str().unwrap()]);
+    // gocryptfs 2.3 mounted by root with allow_other now and then refuses a create by the
+    // server's user with EPERM (its per-thread user switch; upstream issues #892/#893), and
+    // PostgreSQL panics on it. The run then fails with that cause, as it should; this test
+    // is about where the data lives, so it tries such a study once more.
+    let mut o = dbvs(&["study", &f, "--out", out.to_str().unwrap()]);
+    if !o.status.success() && stdout(&o).contains("Operation not permitted") {
+        std::fs::remove_dir_all(&out).unwrap();
+        o = dbvs(&["study", &f, "--out", out.to_str().unwrap()]);
+    }
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
     let r = report(&out);
     assert_eq!(r["status"], "completed", "{}", r["cause"]);
     let canary = r["canary"].as_array().unwrap();

@@ -77,20 +77,28 @@ impl SetUp {
                 workload.name()
             );
         }
-        let meta = ensure_built(target.as_ref(), workload.as_ref())?;
-        let env = Env::new(target.versions()?);
-        // One database and one workload (with its own statistics) per instance.
-        let mut instances = vec![(workload, target.fresh_copy()?)];
-        for _ in 1..spec.instances {
-            instances.push((spec.db.workload()?, target.fresh_copy()?));
+        let ready = (|| -> Result<_> {
+            let meta = ensure_built(target.as_ref(), workload.as_ref())?;
+            let env = Env::new(target.versions()?);
+            // One database and one workload (with its own statistics) per instance.
+            let mut instances = vec![(workload, target.fresh_copy()?)];
+            for _ in 1..spec.instances {
+                instances.push((spec.db.workload()?, target.fresh_copy()?));
+            }
+            if spec.cold {
+                crate::sys::drop_caches()?;
+            }
+            Ok((meta, env, instances))
+        })();
+        match ready {
+            Ok(_) if crate::interrupt::interrupted() => Err(crate::interrupt::Interrupted.into()),
+            Ok((meta, env, instances)) => Ok(Self { target, meta, env, instances }),
+            // What the engine said (a managed server's log) explains a set-up that failed.
+            Err(e) => match target.diagnostics().filter(|_| !e.is::<crate::interrupt::Interrupted>()) {
+                Some(log) => Err(anyhow::anyhow!("{e:#} ({log})")),
+                None => Err(e),
+            },
         }
-        if spec.cold {
-            crate::sys::drop_caches()?;
-        }
-        if crate::interrupt::interrupted() {
-            return Err(crate::interrupt::Interrupted.into());
-        }
-        Ok(Self { target, meta, env, instances })
     }
 
     /// Drives every instance at once, with telemetry, and folds their records into one;

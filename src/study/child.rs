@@ -241,7 +241,10 @@ fn finish(cmd: Command, log: std::fs::File, json: &Path, log_path: &Path) -> Res
     let status = wait(cmd, log)?;
     match std::fs::metadata(json) {
         Ok(m) if m.len() > 0 => RunRecord::read(json),
-        _ => bail!("the run produced no record ({status}): {}", tail(log_path)),
+        _ => match tail(log_path) {
+            t if t.is_empty() => bail!("the run produced no record ({status})"),
+            t => bail!("the run produced no record ({status}): {t}"),
+        },
     }
 }
 

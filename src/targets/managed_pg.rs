@@ -176,7 +176,11 @@ impl super::ManagedServer for ManagedPg {
     fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(self.log()).unwrap_or_default();
         let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        lines[lines.len().saturating_sub(3)..].join(" / ")
+        let tail = &lines[lines.len().saturating_sub(3)..];
+        // A PANIC a few lines up (before the crash recovery messages) is the cause.
+        let recent = &lines[lines.len().saturating_sub(20)..lines.len() - tail.len()];
+        let panic = recent.iter().rev().find(|l| l.contains("PANIC:"));
+        panic.into_iter().chain(tail).copied().collect::<Vec<_>>().join(" / ")
     }
 
     fn data_dir(&self) -> PathBuf {
