@@ -101,15 +101,22 @@ name = "sc"
 kind = "sqlcipher"
 "#;
 
+/// Starts the study `body` (output in `dir/out`) and waits until its first block is done.
+fn study_after_one_block(dir: &Path, body: &str) -> Child {
+    let (study, out, log) = (dir.join("s.toml"), dir.join("out"), dir.join("log"));
+    std::fs::write(&study, body).unwrap();
+    let child = spawn(dir, &["study", study.to_str().unwrap(), "--out", out.to_str().unwrap()], &log);
+    wait_for(120, "the study's first block", || log_has(&log, "block 1 done"));
+    child
+}
+
 /// A study killed with SIGKILL mid-block: its watchdog unmounts, locks and deletes at once.
 #[test]
 fn a_killed_study_leaves_nothing_decrypted_behind() {
     let _turn = turn();
     let dir = reachable_tempdir();
-    let (study, out, log) = (dir.path().join("s.toml"), dir.path().join("out"), dir.path().join("log"));
-    std::fs::write(&study, ENCRYPTED).unwrap();
-    let mut child = spawn(dir.path(), &["study", study.to_str().unwrap(), "--out", out.to_str().unwrap()], &log);
-    wait_for(120, "the study's first block", || log_has(&log, "block 1 done"));
+    let out = dir.path().join("out");
+    let mut child = study_after_one_block(dir.path(), ENCRYPTED);
     assert!(mounts_under(dir.path()).len() >= 2, "gocryptfs and fscrypt are mounted");
     child.kill().unwrap();
     child.wait().unwrap();
@@ -126,10 +133,8 @@ fn a_killed_study_leaves_nothing_decrypted_behind() {
 fn the_next_command_cleans_up_what_a_killed_study_and_its_watchdog_left() {
     let _turn = turn();
     let dir = reachable_tempdir();
-    let (study, out, log) = (dir.path().join("s.toml"), dir.path().join("out"), dir.path().join("log"));
-    std::fs::write(&study, ENCRYPTED).unwrap();
-    let mut child = spawn(dir.path(), &["study", study.to_str().unwrap(), "--out", out.to_str().unwrap()], &log);
-    wait_for(120, "the study's first block", || log_has(&log, "block 1 done"));
+    let out = dir.path().join("out");
+    let mut child = study_after_one_block(dir.path(), ENCRYPTED);
     let watchdog = format!("dbvs watchdog {}", child.id());
     let o = Command::new("pkill").args(["-KILL", "-f", &watchdog]).output().unwrap();
     assert!(o.status.success(), "the study has a watchdog");
@@ -150,11 +155,8 @@ fn the_next_command_cleans_up_what_a_killed_study_and_its_watchdog_left() {
 fn a_vanished_encryption_layer_fails_its_runs_instead_of_counting_plaintext() {
     let _turn = turn();
     let dir = reachable_tempdir();
-    let (study, out, log) = (dir.path().join("s.toml"), dir.path().join("out"), dir.path().join("log"));
-    let body = ENCRYPTED.split("[[variants]]\nname = \"fs\"").next().unwrap();
-    std::fs::write(&study, body).unwrap();
-    let mut child = spawn(dir.path(), &["study", study.to_str().unwrap(), "--out", out.to_str().unwrap()], &log);
-    wait_for(120, "the study's first block", || log_has(&log, "block 1 done"));
+    let out = dir.path().join("out");
+    let mut child = study_after_one_block(dir.path(), ENCRYPTED.split("[[variants]]\nname = \"fs\"").next().unwrap());
     let mount = mounts_under(dir.path()).into_iter().find(|m| m.contains("fuse.gocryptfs")).expect("gocryptfs mounted");
     let point = mount.split_whitespace().nth(1).unwrap().to_string();
     let o = Command::new("fusermount3").args(["-uz", &point]).output().unwrap();
