@@ -45,6 +45,22 @@ fn bad_input_gets_one_clear_line() {
     assert!(files_in(dir.path()).is_empty(), "failed commands left files: {:?}", files_in(dir.path()));
 }
 
+/// A results store that cannot take runs fails the run before it measures, naming the
+/// store and the fix.
+#[test]
+fn a_broken_results_store_fails_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("r.db");
+    std::fs::write(&store, "this is not a SQLite database, it is plain text and long enough").unwrap();
+    let t = target(dir.path(), "x.db");
+    let o = command().env("DBVS_RESULTS", &store).args(["run", "--target", &t, "--size", "1MB"]).output().unwrap();
+    let e = stderr(&o);
+    assert!(!o.status.success());
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    assert!(e.contains(store.to_str().unwrap()) && e.contains("DBVS_RESULTS"), "{e}");
+    assert!(!dir.path().join("x.db").exists(), "nothing was built or measured first");
+}
+
 #[test]
 fn a_pristine_database_of_another_size_is_refused() {
     let dir = tempfile::tempdir().unwrap();

@@ -80,9 +80,18 @@ impl Store {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create the results store directory {}", dir.display()))?;
         }
-        let conn = Connection::open(path).with_context(|| {
-            format!("cannot open the results store {}; set DBVS_RESULTS to a writable file", path.display())
-        })?;
+        let unusable = || {
+            format!(
+                "cannot use the results store {}; repair or move it, or set DBVS_RESULTS to another file",
+                path.display()
+            )
+        };
+        let conn = Connection::open(path).with_context(unusable)?;
+        Self::set_up(conn, path).with_context(unusable)
+    }
+
+    /// Readies an open store: WAL, full sync, the schema, stale studies aborted.
+    fn set_up(conn: Connection, path: &Path) -> Result<Self> {
         // Several dbvs processes may share the store; wait for each other's writes.
         conn.busy_timeout(std::time::Duration::from_secs(30))?;
         // Switching to WAL can fail busy without waiting, so only switch when needed.
