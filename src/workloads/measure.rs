@@ -25,11 +25,6 @@ impl Measure {
     pub fn lower(name: impl Into<String>, unit: &str, value: Option<f64>) -> Self {
         Self { name: name.into(), unit: unit.into(), higher_is_better: false, value }
     }
-
-    /// The same measure with no value: its declaration.
-    pub fn declared(&self) -> Self {
-        Self { value: None, ..self.clone() }
-    }
 }
 
 /// The value of the measure called `name` among `measures`.
@@ -49,6 +44,5 @@ mod tests {
         assert_eq!(value_of(&ms, "OPM"), Some(12.5));
         assert_eq!(value_of(&ms, "q1 latency"), None);
         assert_eq!(value_of(&ms, "TPM"), None);
-        assert_eq!(ms[0].declared().value, None);
     }
 }
