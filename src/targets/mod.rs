@@ -10,6 +10,7 @@ pub mod managed_maria;
 pub mod managed_pg;
 pub mod mysql;
 pub mod postgres;
+pub mod sql;
 pub mod sqlite;
 
 use anyhow::{bail, Context, Result};
@@ -17,11 +18,22 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-/// An open connection to an engine. Workloads match on it to pick their dialect module.
+/// An open connection to an engine. Only `targets/` matches on it; workloads go through
+/// the [`sql`] seam.
 pub enum Connection {
     Sqlite(sqlite::SqliteConnection),
     Postgres(::postgres::Client),
     MySql(::mysql::Conn),
+}
+
+impl Connection {
+    pub fn engine(&self) -> Engine {
+        match self {
+            Connection::Sqlite(_) => Engine::Sqlite,
+            Connection::Postgres(_) => Engine::Postgres,
+            Connection::MySql(_) => Engine::Mariadb,
+        }
+    }
 }
 
 /// The database engines dbvs drives, spelled the same in study files, records and reports.

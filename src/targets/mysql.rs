@@ -32,11 +32,6 @@ pub fn conflict(e: &::mysql::Error) -> Option<&'static str> {
     }
 }
 
-/// MariaDB spells the portable `CAST(x AS BIGINT)` as `CAST(x AS SIGNED)`.
-pub fn dialect(portable_sql: &str) -> String {
-    portable_sql.replace(" AS BIGINT)", " AS SIGNED)")
-}
-
 impl MyConnInfo {
     /// Parses `mysql://user@host[:port]/db`; a password in the URL is refused.
     pub fn parse(url: &str, password: Option<String>) -> Result<Self> {

@@ -12,9 +12,10 @@
 //! q1 and q4 find nothing: TPC-C loads every balance at -10.00 and keeps stock at 10 or
 //! more. They still do the full join and scan work, which is what they measure.
 
-use super::tpcc::{self, Rows};
+use super::tpcc;
 use super::{Check, Measure, Workload, WorkloadSpec};
 use crate::driver::{FromStart, IntervalSample, Outcome, Pacing, RunResult, UnitRecorder, Worker};
+use crate::targets::sql::{adhoc, Rows};
 use crate::targets::{BuildMeta, Connection, Database};
 use anyhow::{bail, Result};
 use indicatif::ProgressBar;
@@ -47,6 +48,7 @@ fn statements() -> [String; 5] {
 
 #[derive(clap::Args, Clone, Debug, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
+#[group(id = "batch_options")]
 pub struct Options {
     /// batch: timed executions of each statement; bignw: units of each benchmark.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10_000))]
@@ -108,7 +110,7 @@ impl Worker for BatchWorker<'_> {
         let q = self.next % OPERATIONS.len();
         self.next += 1;
         let t = Instant::now();
-        let rows = tpcc::adhoc(&mut self.conn, &self.statements[q])?;
+        let rows = adhoc(&mut self.conn, &self.statements[q])?;
         rec.op(q, t.elapsed());
         self.batch.keep(q, &rows);
         Ok(Outcome::Committed)
@@ -148,7 +150,7 @@ impl Workload for Batch {
         let statements = statements();
         if !self.cold {
             for s in &statements {
-                tpcc::adhoc(&mut conn, s)?;
+                adhoc(&mut conn, s)?;
             }
         }
         Ok(Box::new(BatchWorker { batch: self, db, conn, statements, next: 0 }))

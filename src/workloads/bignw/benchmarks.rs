@@ -4,10 +4,10 @@
 //! unit to the next.
 
 use super::data::{customer_id, date, Sizes};
-use super::engine::{dialect, drain, exec};
 use super::schema::{self, EMPLOYEE_SALES_BY_COUNTRY};
+use crate::targets::sql::{drain, exec};
+use crate::targets::Engine;
 use crate::targets::{Connection, Database};
-use crate::workloads::tpcc::Dialect;
 use anyhow::{Context, Result};
 use std::time::{Duration, Instant};
 
@@ -192,8 +192,8 @@ fn delete_orders(conn: &mut Connection, sizes: &Sizes, iterations: u64) -> Resul
     let first = first_deleted(sizes);
     let end = first + iterations as i64 * DELETED;
     let range = format!("order_id >= {first} AND order_id < {end}");
-    let ddl = |t: &str| match dialect(conn) {
-        Dialect::MariaDb => format!("CREATE TABLE {t} ENGINE=InnoDB AS "),
+    let ddl = |t: &str| match conn.engine() {
+        Engine::Mariadb => format!("CREATE TABLE {t} ENGINE=InnoDB AS "),
         _ => format!("CREATE TABLE {t} AS "),
     };
     let (save_orders, save_lines) = (ddl("bignw_saved_orders"), ddl("bignw_saved_lines"));

@@ -17,12 +17,12 @@
 
 pub mod benchmarks;
 mod data;
-mod engine;
 mod schema;
 
 use super::{Check, Measure, Workload, WorkloadSpec};
 use crate::driver::{FromStart, IntervalSample, Pacing, RunResult, UnitRecorder, Worker};
-use crate::targets::{BuildMeta, Connection, Database};
+use crate::targets::sql as seam;
+use crate::targets::{BuildMeta, Connection, Database, Engine};
 use anyhow::{bail, Context, Result};
 use benchmarks::{UnitResult, ALL, KEYS};
 use data::Sizes;
@@ -39,6 +39,7 @@ const ROWS_PER_INSERT: usize = 500;
 /// bignw's options, on the command line and in run specs.
 #[derive(clap::Args, Clone, Debug, Serialize, serde::Deserialize)]
 #[serde(default)]
+#[group(id = "bignw_options")]
 pub struct Options {
     /// bignw: the benchmarks to run, e.g. 1,4,10 [default: all ten].
     #[arg(long = "benchmark", value_delimiter = ',', value_parser = clap::value_parser!(u8).range(1..=10))]
@@ -175,9 +176,9 @@ impl Bignw {
 
     fn load(&self, db: &dyn Database, progress: &ProgressBar) -> Result<()> {
         let mut conn = db.connect()?;
-        let d = engine::dialect(&conn);
+        let d = conn.engine();
         for (name, cols) in schema::TABLES {
-            engine::exec(&mut conn, &schema::create(name, cols, d))?;
+            seam::exec(&mut conn, &schema::create(name, cols, d))?;
         }
         progress.set_length(self.sizes.total_rows());
         let mut sql = String::new();
@@ -185,7 +186,7 @@ impl Bignw {
             if crate::interrupt::interrupted() {
                 return Err(crate::interrupt::Interrupted.into());
             }
-            engine::exec(&mut conn, "BEGIN")?;
+            seam::exec(&mut conn, "BEGIN")?;
             for chunk in rows.chunks(ROWS_PER_INSERT) {
                 sql.clear();
                 sql.push_str("INSERT INTO ");
@@ -201,25 +202,21 @@ impl Bignw {
                     }
                     sql.push(')');
                 }
-                engine::exec(&mut conn, &sql)?;
+                seam::exec(&mut conn, &sql)?;
                 progress.inc(chunk.len() as u64);
             }
-            engine::exec(&mut conn, "COMMIT")?;
+            seam::exec(&mut conn, "COMMIT")?;
             Ok(())
         })?;
         for i in schema::INDEXES {
-            engine::exec(&mut conn, i)?;
+            seam::exec(&mut conn, i)?;
         }
-        engine::exec(
+        seam::exec(
             &mut conn,
-            if d == crate::workloads::tpcc::Dialect::MariaDb {
-                "ANALYZE TABLE orders, order_details, customers"
-            } else {
-                "ANALYZE"
-            },
+            if d == Engine::Mariadb { "ANALYZE TABLE orders, order_details, customers" } else { "ANALYZE" },
         )?;
         let mut meta = self.build_identity();
-        meta.insert("freight_total".into(), format!("{:.2}", engine::number(&mut conn, FREIGHT_TOTAL)?));
+        meta.insert("freight_total".into(), format!("{:.2}", seam::number(&mut conn, FREIGHT_TOTAL)?));
         meta.insert("dbvs_version".into(), env!("CARGO_PKG_VERSION").into());
         crate::targets::write_meta(&mut conn, &meta)
     }
@@ -296,9 +293,9 @@ impl Workload for Bignw {
         let mut conn = db.connect()?;
         // Each run creates the view on its copy: MariaDB cannot move a view between
         // databases, which its builds and copies do with tables.
-        let d = engine::dialect(&conn);
-        engine::exec(&mut conn, "DROP VIEW IF EXISTS invoices")?;
-        engine::exec(&mut conn, &schema::invoices(d))?;
+        let d = conn.engine();
+        seam::exec(&mut conn, "DROP VIEW IF EXISTS invoices")?;
+        seam::exec(&mut conn, &schema::invoices(d))?;
         let mut iterations = [0; 10];
         for &b in &self.selected {
             iterations[b] = self.calibrate(&mut conn, db, b)?;
@@ -309,9 +306,9 @@ impl Workload for Bignw {
 
     fn check(&self, db: &dyn Database, meta: &BuildMeta, done: Option<&FromStart>) -> Result<Vec<Check>> {
         let mut conn = db.connect()?;
-        let mut count = |t: &str| engine::number(&mut conn, &format!("SELECT count(*) FROM {t}"));
+        let mut count = |t: &str| seam::number(&mut conn, &format!("SELECT count(*) FROM {t}"));
         let (orders, lines) = (count("orders")? as i64, count("order_details")? as i64);
-        let freight = engine::number(&mut conn, FREIGHT_TOTAL)?;
+        let freight = seam::number(&mut conn, FREIGHT_TOTAL)?;
         let built = meta.get("freight_total").and_then(|f| f.parse::<f64>().ok());
         let mut checks = vec![
             Check {

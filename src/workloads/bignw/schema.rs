@@ -2,7 +2,7 @@
 //! and indexes (names in snake case), the Invoices view, and the "Employee Sales by
 //! Country" query. Portable DDL; engines differ only in a table suffix.
 
-use crate::workloads::tpcc::Dialect;
+use crate::targets::Engine;
 
 /// In load order: every table after the tables it references.
 pub const TABLES: &[(&str, &str)] = &[
@@ -98,17 +98,17 @@ pub const EMPLOYEE_SALES_BY_COUNTRY: &str = "SELECT e.country, e.last_name, e.fi
 
 /// `CREATE TABLE` for one table. MariaDB joins strings with CONCAT (its `||` is OR) and
 /// stores tables in InnoDB.
-pub fn create(name: &str, columns: &str, d: Dialect) -> String {
+pub fn create(name: &str, columns: &str, d: Engine) -> String {
     match d {
-        Dialect::MariaDb => format!("CREATE TABLE {name} ({columns}) ENGINE=InnoDB"),
+        Engine::Mariadb => format!("CREATE TABLE {name} ({columns}) ENGINE=InnoDB"),
         _ => format!("CREATE TABLE {name} ({columns})"),
     }
 }
 
 /// The Invoices view in the engine's dialect.
-pub fn invoices(d: Dialect) -> String {
+pub fn invoices(d: Engine) -> String {
     match d {
-        Dialect::MariaDb => {
+        Engine::Mariadb => {
             INVOICES.replace("e.first_name || ' ' || e.last_name", "CONCAT(e.first_name, ' ', e.last_name)")
         }
         _ => INVOICES.to_string(),
@@ -128,6 +128,6 @@ mod tests {
                 assert!(at < i || parent == *name, "{name} references {parent}, loaded later");
             }
         }
-        assert!(invoices(Dialect::MariaDb).contains("CONCAT(e.first_name"));
+        assert!(invoices(Engine::Mariadb).contains("CONCAT(e.first_name"));
     }
 }

@@ -1,11 +1,14 @@
-//! The DS2 build pipeline: one thread generates rows while the calling thread loads them,
-//! so generation and insertion overlap on two cores. Batches are large because each one is
-//! a single prepared-statement transaction on the engine side.
+//! The DS2 build pipeline: one thread generates rows while another loads them through the
+//! engine's bulk path, so generation and insertion overlap on two cores. Each batch is
+//! committed as one part.
 
 use super::data::{self, Customer, Order, Product, Stream};
+use super::schema;
 use super::size::Size;
 use crate::interrupt::{self, Interrupted};
-use crate::targets::BuildMeta;
+use crate::targets::sql::bulk::{self, Cell, Row};
+use crate::targets::sql::{self as seam};
+use crate::targets::{BuildMeta, Connection, Database};
 use anyhow::Result;
 use indicatif::ProgressBar;
 use std::sync::mpsc::sync_channel;
@@ -32,19 +35,109 @@ impl Batch {
     }
 }
 
-/// The engine side of a build.
-pub trait Loader {
-    /// Creates the tables (no secondary indexes yet: they are cheaper to build after the load).
-    fn create_schema(&mut self) -> Result<()>;
-    fn load(&mut self, batch: &Batch) -> Result<()>;
-    /// Builds indexes and full-text search, and refreshes planner statistics.
-    fn finish(&mut self) -> Result<()>;
+impl Batch {
+    /// The batch as table rows, in each table's column order.
+    fn tables(&self) -> Vec<(&'static str, Vec<Row>)> {
+        let text = |s: &str| Cell::Text(s.to_string());
+        match self {
+            Batch::Products(v) => vec![(
+                "products",
+                v.iter()
+                    .map(|p| {
+                        vec![
+                            Cell::Int(p.id),
+                            Cell::Int(p.category.into()),
+                            text(&p.title),
+                            text(&p.actor),
+                            Cell::Real(p.price),
+                            Cell::Int(p.special.into()),
+                            Cell::Int(p.common_prod_id),
+                        ]
+                    })
+                    .collect(),
+            )],
+            Batch::Customers(v) => vec![("customers", v.iter().map(customer_row).collect())],
+            Batch::Orders(v) => vec![
+                (
+                    "orders",
+                    v.iter()
+                        .map(|o| {
+                            vec![
+                                Cell::Int(o.id),
+                                text(&o.date),
+                                Cell::Int(o.customer),
+                                Cell::Real(o.net),
+                                Cell::Real(o.tax),
+                                Cell::Real(o.total),
+                            ]
+                        })
+                        .collect(),
+                ),
+                (
+                    "orderlines",
+                    v.iter()
+                        .flat_map(|o| {
+                            o.lines.iter().enumerate().map(move |(i, &(p, q))| {
+                                vec![
+                                    Cell::Int(i as i64 + 1),
+                                    Cell::Int(o.id),
+                                    Cell::Int(p),
+                                    Cell::Int(q.into()),
+                                    text(&o.date),
+                                ]
+                            })
+                        })
+                        .collect(),
+                ),
+                (
+                    "cust_hist",
+                    v.iter()
+                        .flat_map(|o| {
+                            o.lines
+                                .iter()
+                                .map(move |&(p, _)| vec![Cell::Int(o.customer), Cell::Int(o.id), Cell::Int(p)])
+                        })
+                        .collect(),
+                ),
+            ],
+            Batch::Inventory(v) => {
+                vec![("inventory", v.iter().map(|&(p, s, q)| vec![Cell::Int(p), Cell::Int(s), Cell::Int(q)]).collect())]
+            }
+        }
+    }
 }
 
-/// Generates a `size` database from `seed` into `loader`; returns the rows loaded and adds
-/// the initial row counts to `meta`.
+fn customer_row(c: &Customer) -> Row {
+    let text = |s: &str| Cell::Text(s.to_string());
+    vec![
+        Cell::Int(c.id),
+        text(&c.firstname),
+        text(&c.lastname),
+        text(&c.address1),
+        text(c.address2),
+        text(&c.city),
+        text(c.state),
+        text(&c.zip),
+        text(c.country),
+        Cell::Int(c.region.into()),
+        text(&c.email),
+        text(&c.phone),
+        Cell::Int(c.creditcardtype.into()),
+        text(&c.creditcard),
+        text(&c.creditcardexpiration),
+        text(&c.username),
+        text(c.password),
+        Cell::Int(c.age.into()),
+        Cell::Int(c.income.into()),
+        text(c.gender),
+    ]
+}
+
+/// Builds a `size` database from `seed` on `db`: tables, the load, then indexes and
+/// full-text search. Returns the rows loaded and adds the initial row counts to `meta`.
 pub fn run(
-    loader: &mut dyn Loader,
+    db: &dyn Database,
+    conn: &mut Connection,
     size: Size,
     seed: u64,
     progress: &ProgressBar,
@@ -53,29 +146,45 @@ pub fn run(
     let expected_rows = 2 * size.products + size.customers + 11 * size.orders() + data::CATEGORIES.len() as i64;
     progress.set_length(expected_rows as u64);
     progress.set_message("creating schema");
-    loader.create_schema()?;
-    let (tx, rx) = sync_channel::<Batch>(4);
-    let mut rows = data::CATEGORIES.len() as u64;
-    let orderlines = std::thread::scope(|s| -> Result<u64> {
-        let generator = s.spawn(move || generate(size, seed, |b| tx.send(b).is_ok()));
-        for batch in rx {
-            if interrupt::interrupted() {
-                return Err(Interrupted.into());
+    let engine = conn.engine();
+    seam::script(conn, schema::tables(engine))?;
+    let mut rows = 0u64;
+    let mut orderlines = 0u64;
+    bulk::load(db, conn, 1, |mut sinks| {
+        let sink = &mut sinks[0];
+        let categories: Vec<Row> = data::CATEGORIES
+            .iter()
+            .enumerate()
+            .map(|(i, n)| vec![Cell::Int(i as i64 + 1), Cell::Text(n.to_string())])
+            .collect();
+        sink.put("categories", &categories)?;
+        rows += categories.len() as u64;
+        let (tx, rx) = sync_channel::<Batch>(4);
+        std::thread::scope(|s| -> Result<()> {
+            let generator = s.spawn(move || generate(size, seed, |b| tx.send(b).is_ok()));
+            for batch in rx {
+                if interrupt::interrupted() {
+                    return Err(Interrupted.into());
+                }
+                progress.set_message(match &batch {
+                    Batch::Products(_) => "products",
+                    Batch::Customers(_) => "customers",
+                    Batch::Orders(_) => "orders",
+                    Batch::Inventory(_) => "inventory",
+                });
+                for (table, table_rows) in batch.tables() {
+                    sink.put(table, &table_rows)?;
+                }
+                sink.end_part()?;
+                rows += batch.rows();
+                progress.set_position(rows);
             }
-            progress.set_message(match &batch {
-                Batch::Products(_) => "products",
-                Batch::Customers(_) => "customers",
-                Batch::Orders(_) => "orders",
-                Batch::Inventory(_) => "inventory",
-            });
-            loader.load(&batch)?;
-            rows += batch.rows();
-            progress.set_position(rows);
-        }
-        Ok(generator.join().expect("generator thread panicked"))
+            orderlines = generator.join().expect("generator thread panicked");
+            Ok(())
+        })
     })?;
     progress.set_message("indexes and full-text search");
-    loader.finish()?;
+    seam::script(conn, schema::finish(engine))?;
     for (k, v) in [
         ("customers", size.customers),
         ("orders", size.orders()),

@@ -13,23 +13,23 @@
 //! whole run: about 2/501 per line, or about 2% per order at the default 1..9 lines
 //! ([`predicted_rollback_rate`] gives the exact figure for a built database).
 //!
-//! Search semantics are AND of the words on every engine (SQLite FTS5 here).
+//! Search semantics are AND of the words on every engine ([`sql::search_text`]).
 
 mod build;
 mod data;
 mod log;
-mod mariadb;
 mod order;
-mod postgres;
+mod schema;
 mod size;
-mod sqlite;
+mod sql;
 mod words;
 
 pub use size::Size;
 
 use super::{Check, Measure, Workload, WorkloadSpec};
 use crate::driver::{FromStart, IntervalSample, RunResult, Worker};
-use crate::targets::{BuildMeta, Connection, Database};
+use crate::targets::sql as seam;
+use crate::targets::{BuildMeta, Database};
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
 use serde::Serialize;
@@ -160,13 +160,7 @@ impl Workload for Ds2 {
     fn build(&self, db: &dyn Database, progress: &ProgressBar) -> Result<u64> {
         let mut conn = db.connect()?;
         let mut meta = self.build_identity();
-        let rows = match &mut conn {
-            Connection::Sqlite(c) => {
-                build::run(&mut sqlite::Loader::new(c), self.size, self.seed, progress, &mut meta)?
-            }
-            Connection::Postgres(c) => build::run(&mut postgres::Loader(c), self.size, self.seed, progress, &mut meta)?,
-            Connection::MySql(c) => build::run(&mut mariadb::Loader(c), self.size, self.seed, progress, &mut meta)?,
-        };
+        let rows = build::run(db, &mut conn, self.size, self.seed, progress, &mut meta)?;
         meta.insert("dbvs_version".into(), env!("CARGO_PKG_VERSION").into());
         crate::targets::write_meta(&mut conn, &meta)?;
         Ok(rows)
@@ -175,43 +169,19 @@ impl Workload for Ds2 {
     fn worker<'a>(&'a self, db: &'a dyn Database, meta: &BuildMeta, index: usize) -> Result<Box<dyn Worker + 'a>> {
         Initial::from_meta(meta)?;
         let rng = data::rng(self.seed ^ ((index as u64 + 1) << 40), data::Stream::Customers);
-        Ok(match db.connect()? {
-            Connection::Sqlite(c) => {
-                Box::new(order::OrderWorker::new(sqlite::Session::new(c), rng, self.size, self.mix.clone()))
-            }
-            Connection::Postgres(c) => {
-                Box::new(order::OrderWorker::new(postgres::Session::new(c)?, rng, self.size, self.mix.clone()))
-            }
-            Connection::MySql(c) => {
-                Box::new(order::OrderWorker::new(mariadb::Session::new(c)?, rng, self.size, self.mix.clone()))
-            }
-        })
+        let session = seam::session(db.connect()?, &sql::STATEMENTS)?;
+        Ok(Box::new(order::OrderWorker::new(session, rng, self.size, self.mix.clone())))
     }
 
     fn check(&self, db: &dyn Database, meta: &BuildMeta, done: Option<&FromStart>) -> Result<Vec<Check>> {
         let init = Initial::from_meta(meta)?;
-        let (seen, stocks): (Observed, Vec<(i64, i64)>) = match db.connect()? {
-            Connection::Sqlite(c) => {
-                let seen = Observed::read(|sql| Ok(c.query_row(sql, [], |r| r.get(0))?))?;
-                let mut st = c.prepare(STOCK_LEVELS_SQL)?;
-                let stocks = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
-                (seen, stocks)
-            }
-            Connection::Postgres(mut c) => {
-                let seen = Observed::read(|sql| Ok(c.query_one(sql, &[])?.get(0)))?;
-                let stocks = c.query(STOCK_LEVELS_SQL, &[])?.iter().map(|r| (r.get(0), r.get(1))).collect();
-                (seen, stocks)
-            }
-            Connection::MySql(mut c) => {
-                use mysql::prelude::Queryable;
-                let mut one =
-                    |sql: &str| -> Result<i64> { Ok(c.query_first(crate::targets::mysql::dialect(sql))?.unwrap_or(0)) };
-                let seen = Observed::read(&mut one)?;
-                let stocks = c.query(crate::targets::mysql::dialect(STOCK_LEVELS_SQL))?;
-                (seen, stocks)
-            }
-        };
+        let mut conn = db.connect()?;
+        let seen = Observed::read(|sql| Ok(seam::adhoc(&mut conn, sql)?.int(0, 0)?))?;
+        let levels = seam::adhoc(&mut conn, STOCK_LEVELS_SQL)?;
+        let stocks =
+            (0..levels.len()).map(|r| Ok((levels.int(r, 0)?, levels.int(r, 1)?))).collect::<Result<Vec<_>>>()?;
         let mut all = checks(&init, &seen, done);
+        all.push(order::search_check(db)?);
         if let Some(done) = done {
             all.push(rollback_check(predicted_rollback_rate(&stocks, self.mix.n_line_items), done));
         }

@@ -1,11 +1,15 @@
-//! The DS2 order flow, independent of the engine. Every random choice is made here, so
-//! every engine sees the same request stream for the same seed; the engine modules only
-//! carry out the four operations.
+//! The DS2 order flow, written once for every engine. Every random choice is made here, so
+//! every engine sees the same request stream for the same seed; the statements go through
+//! the engine seam ([`super::sql`]).
 
 use super::data::{self, Customer};
 use super::size::Size;
+use super::sql::{self, search_text};
 use super::{Mix, BROWSE, LOGIN, NEW_CUSTOMER, PURCHASE};
 use crate::driver::{Outcome, UnitRecorder, Worker};
+use crate::targets::sql::{self as seam, Arg, Arg::*, DbError, Session, Tx};
+use crate::targets::Database;
+use crate::workloads::Check;
 use anyhow::{bail, Result};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -32,67 +36,111 @@ pub struct Cart {
     pub total: f64,
 }
 
-/// The SQL steps of a purchase on one engine, inside an open transaction. The flow and the
-/// restock rule live once, in [`place_order`], so every engine applies the same rule.
-pub trait PurchaseSteps {
-    type Error;
-    /// Inserts the order row and returns its id.
-    fn insert_order(&mut self, customer: i64, cart: &Cart) -> Result<i64, Self::Error>;
-    /// Reads a product's stock, locking its row until the transaction ends.
-    fn stock_for_update(&mut self, product: i64) -> Result<i64, Self::Error>;
-    /// Stock stays (restock rule): count the sale and record a REORDER row.
-    fn sell_and_reorder(&mut self, product: i64, qty: i32, left: i64) -> Result<(), Self::Error>;
-    /// Takes the units from stock and counts the sale.
-    fn sell(&mut self, product: i64, qty: i32, left: i64) -> Result<(), Self::Error>;
-    /// Writes the order line and the customer's history row.
-    fn add_line(&mut self, order: i64, line: usize, product: i64, qty: i32, customer: i64) -> Result<(), Self::Error>;
-}
-
 /// A purchase: the order, then each line against the stock. Returns `RolledBack` as soon as
 /// a line lacks stock; the caller then rolls the whole transaction back.
-pub fn place_order<S: PurchaseSteps>(tx: &mut S, customer: i64, cart: &Cart) -> Result<Outcome, S::Error> {
-    let order = tx.insert_order(customer, cart)?;
+///
+/// **Restock rule**: a line that would leave fewer than [`super::RESTOCK_FLOOR`] units
+/// leaves the stock as it is, counts the sale and records a REORDER row.
+fn place_order(tx: &mut dyn Tx, customer: i64, cart: &Cart) -> Result<Outcome, DbError> {
+    let order =
+        tx.query(sql::INSERT_ORDER, &[Int(customer), Real(cart.net), Real(cart.tax), Real(cart.total)])?.int(0, 0)?;
     for (i, &(product, qty)) in cart.lines.iter().enumerate() {
-        let left = tx.stock_for_update(product)? - i64::from(qty);
+        let qty = i64::from(qty);
+        let stock = tx.query(sql::STOCK, &[Int(product)])?;
+        if stock.is_empty() {
+            return Err(DbError::Data(format!("product {product} has no inventory row")));
+        }
+        let left = stock.int(0, 0)? - qty;
         if left < 0 {
             return Ok(Outcome::RolledBack);
         }
         if left < super::RESTOCK_FLOOR {
-            tx.sell_and_reorder(product, qty, left)?;
+            tx.execute(sql::ADD_SALES, &[Int(qty), Int(product)])?;
+            tx.execute(sql::REORDER, &[Int(product), Int(left)])?;
         } else {
-            tx.sell(product, qty, left)?;
+            tx.execute(sql::SET_STOCK, &[Int(left), Int(qty), Int(product)])?;
         }
-        tx.add_line(order, i + 1, product, qty, customer)?;
+        tx.execute(sql::INSERT_LINE, &[Int(i as i64 + 1), Int(order), Int(product), Int(qty)])?;
+        tx.execute(sql::INSERT_HIST, &[Int(customer), Int(order), Int(product)])?;
     }
     Ok(Outcome::Committed)
 }
 
-/// The DS2 operations on one engine connection.
-pub trait Session {
-    /// Looks the customer up and reads their recent purchase history; `None` if unknown.
-    fn login(&mut self, username: &str) -> Result<Option<i64>>;
-    /// Registers a customer; `None` if the username is taken.
-    fn new_customer(&mut self, c: &Customer, rec: &mut UnitRecorder) -> Result<Option<i64>>;
-    /// Runs one catalogue search with the given row limit; returns the rows read.
-    fn browse(&mut self, by: Browse<'_>, limit: u32) -> Result<usize>;
-    fn price(&mut self, product: i64) -> Result<f64>;
-    /// Places the order in one transaction, or rolls it all back on insufficient stock.
-    fn purchase(&mut self, customer: i64, cart: &Cart, rec: &mut UnitRecorder) -> Result<Outcome>;
-    /// Lock waits since the last call (engines that do not count them return 0).
-    fn take_lock_waits(&mut self) -> u64;
+/// A new customer's row in [`sql::NEW_CUSTOMER`]'s column order.
+fn customer_args(c: &Customer) -> [Arg<'_>; 19] {
+    [
+        Text(&c.firstname),
+        Text(&c.lastname),
+        Text(&c.address1),
+        Text(c.address2),
+        Text(&c.city),
+        Text(c.state),
+        Text(&c.zip),
+        Text(c.country),
+        Int(c.region.into()),
+        Text(&c.email),
+        Text(&c.phone),
+        Int(c.creditcardtype.into()),
+        Text(&c.creditcard),
+        Text(&c.creditcardexpiration),
+        Text(&c.username),
+        Text(c.password),
+        Int(c.age.into()),
+        Int(c.income.into()),
+        Text(c.gender),
+    ]
 }
 
-pub struct OrderWorker<S> {
-    session: S,
+/// One DS2 user: a session on the database and the random stream of its requests.
+pub struct OrderWorker {
+    session: Box<dyn Session>,
     rng: ChaCha8Rng,
     size: Size,
     mix: Mix,
     cart: Cart,
 }
 
-impl<S: Session> OrderWorker<S> {
-    pub fn new(session: S, rng: ChaCha8Rng, size: Size, mix: Mix) -> Self {
+impl OrderWorker {
+    pub fn new(session: Box<dyn Session>, rng: ChaCha8Rng, size: Size, mix: Mix) -> Self {
         Self { session, rng, size, mix, cart: Cart::default() }
+    }
+
+    /// Looks the customer up and reads their recent purchase history; `None` if unknown.
+    fn login(&mut self, username: &str) -> Result<Option<i64>> {
+        let found = self.session.query(sql::LOGIN, &[Text(username), Text("password")])?;
+        if found.is_empty() {
+            return Ok(None);
+        }
+        let id = found.int(0, 0)?;
+        self.session.query(sql::HISTORY, &[Int(id)])?;
+        Ok(Some(id))
+    }
+
+    /// Registers a customer; `None` if the username is taken.
+    fn new_customer(&mut self, c: &Customer, rec: &mut UnitRecorder) -> Result<Option<i64>> {
+        let mut id = None;
+        self.session.transaction(false, rec, &mut |tx| {
+            let row = tx.query(sql::NEW_CUSTOMER, &customer_args(c))?;
+            id = if row.is_empty() { None } else { Some(row.int(0, 0)?) };
+            Ok(Outcome::Committed)
+        })?;
+        Ok(id)
+    }
+
+    /// Runs one catalogue search with the given row limit; returns the rows read.
+    fn search(&mut self, by: Browse<'_>, limit: u32) -> Result<usize> {
+        let engine = self.session.engine();
+        let limit = Int(limit.into());
+        let rows = match by {
+            Browse::Category(cat) => self.session.query(sql::BY_CATEGORY, &[Int(cat.into()), limit])?,
+            Browse::Actor(text) => {
+                self.session.query(sql::BY_ACTOR, &[Text(&search_text(engine, "actor", text)), limit])?
+            }
+            Browse::Title(text) => {
+                self.session.query(sql::BY_TITLE, &[Text(&search_text(engine, "title", text)), limit])?
+            }
+        };
+        Ok(rows.len())
     }
 
     /// DS2's "average N": uniform 1..=2N-1.
@@ -107,7 +155,7 @@ impl<S: Session> OrderWorker<S> {
                 let n = self.rng.random_range(1..=NEW_USERNAME_SPACE);
                 let us = self.rng.random_bool(0.5);
                 let c = data::customer(&mut self.rng, 0, us, format!("newuser{n}"));
-                if let Some(id) = self.session.new_customer(&c, rec)? {
+                if let Some(id) = self.new_customer(&c, rec)? {
                     rec.op(NEW_CUSTOMER, t.elapsed());
                     return Ok(id);
                 }
@@ -116,7 +164,7 @@ impl<S: Session> OrderWorker<S> {
         }
         let username = format!("user{}", self.rng.random_range(1..=self.size.customers));
         let t = Instant::now();
-        let id = self.session.login(&username)?;
+        let id = self.login(&username)?;
         rec.op(LOGIN, t.elapsed());
         match id {
             Some(id) => Ok(id),
@@ -140,7 +188,7 @@ impl<S: Session> OrderWorker<S> {
                 }
             };
             let t = Instant::now();
-            self.session.browse(by, limit)?;
+            self.search(by, limit)?;
             rec.op(BROWSE, t.elapsed());
         }
         Ok(())
@@ -159,7 +207,11 @@ impl<S: Session> OrderWorker<S> {
         let mut net = 0.0;
         for i in 0..self.cart.lines.len() {
             let (p, q) = self.cart.lines[i];
-            net += q as f64 * self.session.price(p)?;
+            let price = self.session.query(sql::PRICE, &[Int(p)])?;
+            if price.is_empty() {
+                bail!("product {p} is missing; was the database built with this --size?");
+            }
+            net += q as f64 * price.real(0, 0)?;
         }
         rec.untimed(t.elapsed());
         self.cart.net = (net * 100.0).round() / 100.0;
@@ -169,15 +221,37 @@ impl<S: Session> OrderWorker<S> {
     }
 }
 
-impl<S: Session> Worker for OrderWorker<S> {
+impl Worker for OrderWorker {
     fn run_unit(&mut self, rec: &mut UnitRecorder) -> Result<Outcome> {
         let customer = self.sign_in(rec)?;
         self.browse(rec)?;
         self.fill_cart(rec)?;
         let t = Instant::now();
-        let outcome = self.session.purchase(customer, &self.cart, rec)?;
+        let cart = &self.cart;
+        let outcome = self.session.transaction(false, rec, &mut |tx| place_order(tx, customer, cart))?;
         rec.op(PURCHASE, t.elapsed());
-        rec.lock_waits(self.session.take_lock_waits());
         Ok(outcome)
     }
+}
+
+/// The catalogue search finds a product by the words of its own title and of its actor. A
+/// missing or stale full-text index would otherwise turn every browse into an empty read,
+/// and the run would measure less work than DS2 asks for without a sign.
+pub fn search_check(db: &dyn Database) -> Result<Check> {
+    let mut conn = db.connect()?;
+    let product = seam::adhoc(&mut conn, "SELECT title, actor FROM products WHERE prod_id = 1")?;
+    let (title, actor) = (product.text(0, 0)?.into_owned(), product.text(0, 1)?.into_owned());
+    let mut session = seam::session(conn, &sql::STATEMENTS)?;
+    let engine = session.engine();
+    let mut finds_product_1 = |q, column, text: &str| -> Result<bool> {
+        let rows = session.query(q, &[Text(&search_text(engine, column, text)), Int(100_000)])?;
+        Ok((0..rows.len()).any(|r| rows.int(r, 0).is_ok_and(|id| id == 1)))
+    };
+    let by_title = finds_product_1(sql::BY_TITLE, "title", &title)?;
+    let by_actor = finds_product_1(sql::BY_ACTOR, "actor", &actor)?;
+    Ok(Check {
+        name: "catalogue search finds a product by its title and by its actor".into(),
+        ok: by_title && by_actor,
+        detail: format!("title '{title}': {by_title}, actor '{actor}': {by_actor}"),
+    })
 }

@@ -5,13 +5,13 @@
 //! transaction picks aid, tid, bid and a delta in -5000..=5000 uniformly, updates the
 //! account, reads it back, updates the teller and the branch, and inserts a history row.
 
-mod mariadb;
-mod postgres;
-mod sqlite;
+mod schema;
 
 use super::{Check, Measure, Workload, WorkloadSpec};
 use crate::driver::{FromStart, IntervalSample, RunResult, Worker};
-use crate::targets::{BuildMeta, Connection, Database};
+use crate::targets::sql::bulk::{self, Cell, Row};
+use crate::targets::sql::{self as seam, statements, Arg::Int, Session, Statements};
+use crate::targets::{BuildMeta, Database, Engine};
 use anyhow::{bail, Result};
 use indicatif::ProgressBar;
 use rand::{Rng, SeedableRng};
@@ -37,38 +37,81 @@ impl Tpcb {
     }
 }
 
-/// One transaction's random choices, as pgbench's script draws them.
-pub struct Pick {
-    pub aid: i32,
-    pub bid: i32,
-    pub tid: i32,
-    pub delta: i32,
-}
+statements!(LIST {
+    UPDATE_ACCOUNT = "UPDATE pgbench_accounts SET abalance = abalance + ? WHERE aid = ?";
+    READ_ACCOUNT = "SELECT abalance FROM pgbench_accounts WHERE aid = ?";
+    UPDATE_TELLER = "UPDATE pgbench_tellers SET tbalance = tbalance + ? WHERE tid = ?";
+    UPDATE_BRANCH = "UPDATE pgbench_branches SET bbalance = bbalance + ? WHERE bid = ?";
+    INSERT_HISTORY = "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (?, ?, ?, ?, CURRENT_TIMESTAMP)";
+});
 
-/// The engine side: one TPC-B transaction, with restarts counted into `rec`.
-pub trait Session {
-    fn transaction(&mut self, p: &Pick, rec: &mut crate::driver::UnitRecorder) -> Result<()>;
-}
+/// pgbench's statements, prepared once per connection like `pgbench -M prepared`.
+const STATEMENTS: Statements = Statements::portable(LIST);
 
-struct TpcbWorker<S> {
-    session: S,
+struct TpcbWorker {
+    session: Box<dyn Session>,
     rng: rand_chacha::ChaCha8Rng,
     scale: i64,
 }
 
-impl<S: Session> Worker for TpcbWorker<S> {
+impl Worker for TpcbWorker {
     fn run_unit(&mut self, rec: &mut crate::driver::UnitRecorder) -> Result<crate::driver::Outcome> {
-        let p = Pick {
-            aid: self.rng.random_range(1..=ACCOUNTS_PER_BRANCH * self.scale) as i32,
-            bid: self.rng.random_range(1..=self.scale) as i32,
-            tid: self.rng.random_range(1..=TELLERS_PER_BRANCH * self.scale) as i32,
-            delta: self.rng.random_range(-5000..=5000),
-        };
+        // One transaction's random choices, as pgbench's script draws them.
+        let aid = Int(self.rng.random_range(1..=ACCOUNTS_PER_BRANCH * self.scale));
+        let bid = Int(self.rng.random_range(1..=self.scale));
+        let tid = Int(self.rng.random_range(1..=TELLERS_PER_BRANCH * self.scale));
+        let delta = Int(self.rng.random_range(-5000..=5000));
         let t = std::time::Instant::now();
-        self.session.transaction(&p, rec)?;
+        let outcome = self.session.transaction(false, rec, &mut |tx| {
+            tx.execute(UPDATE_ACCOUNT, &[delta, aid])?;
+            tx.query(READ_ACCOUNT, &[aid])?;
+            tx.execute(UPDATE_TELLER, &[delta, tid])?;
+            tx.execute(UPDATE_BRANCH, &[delta, bid])?;
+            tx.execute(INSERT_HISTORY, &[tid, bid, aid, delta])?;
+            Ok(crate::driver::Outcome::Committed)
+        })?;
         rec.op(0, t.elapsed());
-        Ok(crate::driver::Outcome::Committed)
+        Ok(outcome)
     }
+}
+
+/// Rows handed to the loader at a time.
+const CHUNK: i64 = 5000;
+
+/// pgbench's initial rows: every balance 0, the branch filler carrying the plaintext marker
+/// the canary scan looks for.
+fn generate(sink: &mut dyn bulk::Sink, scale: i64, progress: &ProgressBar) -> Result<()> {
+    let canary = crate::workloads::CANARY;
+    let tables: [(&str, i64, i64, &str); 3] = [
+        ("pgbench_branches", scale, 1, canary),
+        ("pgbench_tellers", TELLERS_PER_BRANCH * scale, TELLERS_PER_BRANCH, ""),
+        ("pgbench_accounts", ACCOUNTS_PER_BRANCH * scale, ACCOUNTS_PER_BRANCH, ""),
+    ];
+    for (table, n, per_branch, filler) in tables {
+        let mut lo = 1;
+        while lo <= n {
+            if crate::interrupt::interrupted() {
+                return Err(crate::interrupt::Interrupted.into());
+            }
+            let hi = (lo + CHUNK - 1).min(n);
+            let rows: Vec<Row> = (lo..=hi)
+                .map(|id| {
+                    let parent = (per_branch > 1).then(|| Cell::Int((id - 1) / per_branch + 1));
+                    // A branch row has no parent branch: (bid, bbalance, filler).
+                    [Some(Cell::Int(id)), parent, Some(Cell::Int(0)), Some(Cell::Text(filler.into()))]
+                        .into_iter()
+                        .flatten()
+                        .collect()
+                })
+                .collect();
+            sink.put(table, &rows)?;
+            if table == "pgbench_accounts" {
+                progress.set_position(hi as u64);
+            }
+            lo = hi + 1;
+        }
+    }
+    sink.end_part()
 }
 
 /// Sums every balance table and the history must agree on, and the history's size.
@@ -120,11 +163,15 @@ impl Workload for Tpcb {
     fn build(&self, db: &dyn Database, progress: &ProgressBar) -> Result<u64> {
         let mut conn = db.connect()?;
         progress.set_length((ACCOUNTS_PER_BRANCH * self.scale) as u64);
-        let rows = match &mut conn {
-            Connection::Sqlite(c) => sqlite::load(c, self.scale, progress)?,
-            Connection::Postgres(c) => postgres::load(c, self.scale, progress)?,
-            Connection::MySql(c) => mariadb::load(c, self.scale, progress)?,
-        };
+        let engine = conn.engine();
+        seam::script(&mut conn, schema::tables(engine))?;
+        bulk::load(db, &mut conn, 1, |mut sinks| generate(sinks[0].as_mut(), self.scale, progress))?;
+        seam::script(&mut conn, schema::finish(engine))?;
+        if engine == Engine::Postgres {
+            // VACUUM cannot share a multi-statement batch: that runs as one transaction.
+            seam::script(&mut conn, "VACUUM ANALYZE")?;
+        }
+        let rows = (self.scale * (1 + TELLERS_PER_BRANCH + ACCOUNTS_PER_BRANCH)) as u64;
         let mut meta = self.build_identity();
         meta.insert("dbvs_version".into(), env!("CARGO_PKG_VERSION").into());
         crate::targets::write_meta(&mut conn, &meta)?;
@@ -133,24 +180,13 @@ impl Workload for Tpcb {
 
     fn worker<'a>(&'a self, db: &'a dyn Database, _meta: &BuildMeta, index: usize) -> Result<Box<dyn Worker + 'a>> {
         let rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.seed ^ ((index as u64 + 1) << 40));
-        Ok(match db.connect()? {
-            Connection::Sqlite(c) => Box::new(TpcbWorker { session: sqlite::Session::new(c), rng, scale: self.scale }),
-            Connection::Postgres(c) => {
-                Box::new(TpcbWorker { session: postgres::Session::new(c)?, rng, scale: self.scale })
-            }
-            Connection::MySql(c) => Box::new(TpcbWorker { session: mariadb::Session::new(c)?, rng, scale: self.scale }),
-        })
+        let session = seam::session(db.connect()?, &STATEMENTS)?;
+        Ok(Box::new(TpcbWorker { session, rng, scale: self.scale }))
     }
 
     fn check(&self, db: &dyn Database, _meta: &BuildMeta, done: Option<&FromStart>) -> Result<Vec<Check>> {
-        let t = match db.connect()? {
-            Connection::Sqlite(c) => Totals::read(|sql| Ok(c.query_row(sql, [], |r| r.get(0))?))?,
-            Connection::Postgres(mut c) => Totals::read(|sql| Ok(c.query_one(sql, &[])?.get(0)))?,
-            Connection::MySql(mut c) => {
-                use mysql::prelude::Queryable;
-                Totals::read(|sql| Ok(c.query_first(crate::targets::mysql::dialect(sql))?.unwrap_or(0)))?
-            }
-        };
+        let mut conn = db.connect()?;
+        let t = Totals::read(|sql| Ok(seam::adhoc(&mut conn, sql)?.int(0, 0)?))?;
         let same =
             |name: &'static str, a: i64, b: i64| Check { name: name.into(), ok: a == b, detail: format!("{a} vs {b}") };
         let mut checks = vec![

@@ -2,9 +2,9 @@
 //! when the run's counts are known. Each condition is one portable query counting the
 //! warehouses or districts that violate it.
 
-use super::sql::{DbError, Rows};
 use super::{CUSTOMERS_PER_DISTRICT, DISTRICTS};
 use crate::driver::FromStart;
+use crate::targets::sql::{DbError, Rows};
 use crate::workloads::Check;
 
 /// (name, query counting violations).

@@ -7,6 +7,7 @@
 
 use super::random::{self, Constants};
 use super::{CUSTOMERS_PER_DISTRICT, DISTRICTS, ITEMS, NEW_ORDERS_FROM};
+use crate::targets::sql::bulk::{Cell, Row, Sink};
 use anyhow::Result;
 use indicatif::ProgressBar;
 use rand::seq::SliceRandom;
@@ -19,16 +20,6 @@ pub const LOAD_TIME: &str = "2026-01-01 00:00:00";
 
 /// Rows handed to a sink at a time.
 pub const CHUNK: usize = 2000;
-
-#[derive(Clone, Debug, PartialEq)]
-pub enum Cell {
-    Int(i64),
-    Real(f64),
-    Text(String),
-    Null,
-}
-
-pub type Row = Vec<Cell>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Table {
@@ -74,13 +65,6 @@ impl Table {
     }
 }
 
-/// Where generated rows go: one per loader thread.
-pub trait Sink {
-    fn put(&mut self, table: Table, rows: &[Row]) -> Result<()>;
-    /// The part is complete (a good moment to commit).
-    fn end_part(&mut self) -> Result<()>;
-}
-
 #[derive(Clone, Copy, Debug)]
 enum Part {
     Items,
@@ -112,7 +96,7 @@ pub fn generate(
     warehouses: i64,
     seed: u64,
     load: Constants,
-    sinks: Vec<Box<dyn Sink + Send + '_>>,
+    sinks: Vec<Box<dyn Sink + '_>>,
     progress: &ProgressBar,
 ) -> Result<()> {
     let parts = parts(warehouses);
@@ -161,7 +145,7 @@ impl Chunker<'_> {
 
     fn flush(&mut self) -> Result<()> {
         if !self.rows.is_empty() {
-            self.sink.put(self.table, &self.rows)?;
+            self.sink.put(self.table.name(), &self.rows)?;
             self.progress.inc(self.rows.len() as u64);
             self.rows.clear();
         }
@@ -345,11 +329,11 @@ mod tests {
     use super::*;
 
     /// Counts rows per table.
-    struct Count(std::collections::BTreeMap<&'static str, u64>, Vec<Row>);
+    struct Count(std::collections::BTreeMap<String, u64>, Vec<Row>);
     impl Sink for Count {
-        fn put(&mut self, table: Table, rows: &[Row]) -> Result<()> {
-            *self.0.entry(table.name()).or_default() += rows.len() as u64;
-            if table == Table::Customer {
+        fn put(&mut self, table: &str, rows: &[Row]) -> Result<()> {
+            *self.0.entry(table.to_string()).or_default() += rows.len() as u64;
+            if table == Table::Customer.name() {
                 self.1.extend_from_slice(&rows[..rows.len().min(5)]);
             }
             Ok(())
@@ -364,12 +348,12 @@ mod tests {
         let load = Constants { last: 10, customer: 20, item: 30 };
         let run = |threads: usize| {
             let mut counts: Vec<Count> = (0..threads).map(|_| Count(Default::default(), vec![])).collect();
-            let sinks = counts.iter_mut().map(|c| Box::new(c) as Box<dyn Sink + Send>).collect();
+            let sinks = counts.iter_mut().map(|c| Box::new(c) as Box<dyn Sink + '_>).collect();
             generate(1, 5, load, sinks, &ProgressBar::hidden()).unwrap();
             let mut all = std::collections::BTreeMap::new();
             for c in &counts {
                 for (k, v) in &c.0 {
-                    *all.entry(*k).or_insert(0) += v;
+                    *all.entry(k.clone()).or_insert(0) += v;
                 }
             }
             all
@@ -388,7 +372,7 @@ mod tests {
     }
 
     impl Sink for &mut Count {
-        fn put(&mut self, table: Table, rows: &[Row]) -> Result<()> {
+        fn put(&mut self, table: &str, rows: &[Row]) -> Result<()> {
             (**self).put(table, rows)
         }
         fn end_part(&mut self) -> Result<()> {

@@ -19,22 +19,19 @@
 
 mod check;
 mod load;
-mod mariadb;
 mod mix;
-mod postgres;
 mod random;
 mod schema;
 mod sql;
-mod sqlite;
 mod txn;
 mod worker;
 
 pub use mix::Profile;
-pub use sql::{DbError, Dialect, Rows};
 
 use super::{Check, Measure, Workload, WorkloadSpec};
 use crate::driver::{FromStart, IntervalSample, RunResult, Worker};
-use crate::targets::{BuildMeta, Connection, Database};
+use crate::targets::sql::{self as seam, bulk};
+use crate::targets::{BuildMeta, Database};
 use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
 use rand::SeedableRng;
@@ -52,6 +49,7 @@ const FORMAT: &str = "1";
 /// TPC-C's options, on the command line and in run specs.
 #[derive(clap::Args, Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
+#[group(id = "tpcc_options")]
 pub struct Options {
     /// tpcc: transaction mix: standard (45/43/4/4/4), hammerora-default (20/10/10/50/30),
     /// hammerora-query (1/1/1/50/30), hammerora-update (20/10/10/1/1), or weights
@@ -92,11 +90,17 @@ pub fn build(db: &dyn Database, warehouses: i64, seed: u64, progress: &ProgressB
     let load_c = Constants::random(&mut ChaCha8Rng::seed_from_u64(seed ^ 0xC0));
     progress.set_length(load::total_rows(warehouses));
     let mut conn = db.connect()?;
-    match &mut conn {
-        Connection::Sqlite(c) => sqlite::load(c, warehouses, seed, load_c, progress)?,
-        Connection::Postgres(_) => postgres::load(db, warehouses, seed, load_c, progress)?,
-        Connection::MySql(_) => mariadb::load(db, warehouses, seed, load_c, progress)?,
+    let engine = conn.engine();
+    for t in schema::tables(engine) {
+        seam::exec(&mut conn, &t)?;
     }
+    bulk::load(db, &mut conn, loader_threads(warehouses), |sinks| {
+        load::generate(warehouses, seed, load_c, sinks, progress)
+    })?;
+    for i in schema::indexes() {
+        seam::exec(&mut conn, i)?;
+    }
+    seam::script(&mut conn, schema::statistics(engine))?;
     let mut meta = identity(warehouses, seed);
     meta.insert("c_last_load".into(), load_c.last.to_string());
     meta.insert("c_customer_load".into(), load_c.customer.to_string());
@@ -104,15 +108,6 @@ pub fn build(db: &dyn Database, warehouses: i64, seed: u64, progress: &ProgressB
     meta.insert("dbvs_version".into(), env!("CARGO_PKG_VERSION").into());
     crate::targets::write_meta(&mut conn, &meta)?;
     Ok(progress.position())
-}
-
-/// Runs one portable statement on any engine, outside a transaction.
-pub fn adhoc(conn: &mut Connection, sql: &str) -> Result<Rows, DbError> {
-    match conn {
-        Connection::Sqlite(c) => sqlite::adhoc(c, sql),
-        Connection::Postgres(c) => postgres::adhoc(c, sql),
-        Connection::MySql(c) => mariadb::adhoc(c, sql),
-    }
 }
 
 pub struct Tpcc {
@@ -158,36 +153,27 @@ impl Workload for Tpcc {
         let c = Constants::for_run(&load_constants(meta)?, &mut ChaCha8Rng::seed_from_u64(self.seed ^ 0xC1));
         let w = self.warehouses;
         let i = index as i64;
-        macro_rules! terminal {
-            ($session:expr) => {
-                Box::new(worker::Terminal {
-                    session: $session,
-                    rng: ChaCha8Rng::seed_from_u64(self.seed ^ ((index as u64 + 1) << 40)),
-                    warehouses: w,
-                    home: i % w + 1,
-                    stock_level_district: (i / w) % DISTRICTS + 1,
-                    c,
-                    deck: mix::Deck::new(&self.opts.profile),
-                    spec_pacing: self.opts.spec_pacing,
-                    next: None,
-                    last: None,
-                })
-            };
-        }
-        Ok(match db.connect()? {
-            Connection::Sqlite(c) => terminal!(sqlite::SqliteSession(c)),
-            Connection::Postgres(c) => terminal!(postgres::PgSession::new(c)?),
-            Connection::MySql(c) => terminal!(mariadb::MariaSession::new(c)?),
-        })
+        Ok(Box::new(worker::Terminal {
+            session: seam::session(db.connect()?, &sql::STATEMENTS)?,
+            rng: ChaCha8Rng::seed_from_u64(self.seed ^ ((index as u64 + 1) << 40)),
+            warehouses: w,
+            home: i % w + 1,
+            stock_level_district: (i / w) % DISTRICTS + 1,
+            c,
+            deck: mix::Deck::new(&self.opts.profile),
+            spec_pacing: self.opts.spec_pacing,
+            next: None,
+            last: None,
+        }))
     }
 
     fn check(&self, db: &dyn Database, _meta: &BuildMeta, done: Option<&FromStart>) -> Result<Vec<Check>> {
         let mut conn = db.connect()?;
-        check::run(|sql| adhoc(&mut conn, sql), self.warehouses, done)
+        check::run(|sql| seam::adhoc(&mut conn, sql), self.warehouses, done)
     }
 
     fn window_counter(&self, db: &dyn Database) -> Result<Option<i64>> {
-        Ok(Some(adhoc(&mut db.connect()?, check::NEXT_ORDER_SUM)?.int(0, 0)?))
+        Ok(Some(seam::adhoc(&mut db.connect()?, check::NEXT_ORDER_SUM)?.int(0, 0)?))
     }
 
     fn params(&self) -> serde_json::Value {

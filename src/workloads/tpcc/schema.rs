@@ -3,7 +3,8 @@
 //! the same everywhere (PostgreSQL's NUMERIC has no native client type), and the
 //! consistency checks compare money to the cent.
 
-use super::sql::{dialect, Dialect};
+use crate::targets::sql::translate;
+use crate::targets::Engine;
 
 const TABLES: &[&str] = &[
     "CREATE TABLE item (i_id INTEGER NOT NULL, i_im_id INTEGER, i_name VARCHAR(24), i_price DOUBLE PRECISION, \
@@ -45,14 +46,14 @@ const INDEXES: &[&str] = &[
 /// The tables' DDL for one engine. SQLite stores keyed tables clustered on their key
 /// (WITHOUT ROWID), as InnoDB does and as the TPC-C access paths want; MariaDB calls a
 /// plain timestamp DATETIME (its TIMESTAMP converts time zones and updates itself).
-pub fn tables(d: Dialect) -> Vec<String> {
+pub fn tables(engine: Engine) -> Vec<String> {
     TABLES
         .iter()
         .map(|t| {
-            let sql = dialect(t, d);
-            match d {
-                Dialect::Sqlite if t.contains("PRIMARY KEY") => sql + " WITHOUT ROWID",
-                Dialect::MariaDb => sql.replace(" TIMESTAMP,", " DATETIME,") + " ENGINE=InnoDB",
+            let sql = translate(t, engine);
+            match engine {
+                Engine::Sqlite if t.contains("PRIMARY KEY") => sql + " WITHOUT ROWID",
+                Engine::Mariadb => sql.replace(" TIMESTAMP,", " DATETIME,") + " ENGINE=InnoDB",
                 _ => sql,
             }
         })
@@ -61,6 +62,18 @@ pub fn tables(d: Dialect) -> Vec<String> {
 
 pub fn indexes() -> &'static [&'static str] {
     INDEXES
+}
+
+/// Refreshes the planner's statistics after the load.
+pub fn statistics(engine: Engine) -> &'static str {
+    match engine {
+        Engine::Sqlite => "ANALYZE",
+        // VACUUM cannot share a multi-statement batch: that runs as one transaction.
+        Engine::Postgres => "VACUUM ANALYZE",
+        Engine::Mariadb => {
+            "ANALYZE TABLE item, warehouse, district, stock, customer, history, orders, new_order, order_line"
+        }
+    }
 }
 
 #[cfg(test)]

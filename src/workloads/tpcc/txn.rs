@@ -4,6 +4,7 @@
 
 use super::sql::*;
 use crate::driver::Outcome;
+use crate::targets::sql::{Arg, DbError, Tx};
 
 /// A New-Order line: item, supplying warehouse, quantity.
 #[derive(Clone, Copy, Debug)]

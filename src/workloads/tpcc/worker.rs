@@ -1,30 +1,19 @@
 //! One TPC-C terminal: draws the next transaction from the mix deck, draws its inputs the
-//! way clause 2 prescribes, and runs it through the engine's [`Session`].
+//! way clause 2 prescribes, and runs it through the engine seam's [`Session`].
 
 use super::mix::{Deck, TxType};
 use super::random::{self, Constants};
-use super::sql::{DbError, Tx};
 use super::txn::{self, Line, Who};
 use super::{CUSTOMERS_PER_DISTRICT, DISTRICTS, ITEMS};
 use crate::driver::{Outcome, UnitRecorder, Worker};
+use crate::targets::sql::Session;
 use anyhow::Result;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use std::time::{Duration, Instant};
 
-/// The engine side: runs `body` as one transaction, commits it when the body says
-/// `Committed`, rolls it back on `RolledBack`, and restarts it on conflicts.
-pub trait Session {
-    fn transaction(
-        &mut self,
-        read_only: bool,
-        rec: &mut UnitRecorder,
-        body: &mut dyn FnMut(&mut dyn Tx) -> Result<Outcome, DbError>,
-    ) -> Result<Outcome>;
-}
-
-pub struct Terminal<S> {
-    pub session: S,
+pub struct Terminal {
+    pub session: Box<dyn Session>,
     pub rng: ChaCha8Rng,
     pub warehouses: i64,
     /// The terminal's home warehouse and its fixed Stock-Level district.
@@ -56,7 +45,7 @@ fn mean_think(t: TxType) -> f64 {
     }
 }
 
-impl<S: Session> Terminal<S> {
+impl Terminal {
     fn other_warehouse(&mut self) -> i64 {
         if self.warehouses == 1 {
             return self.home;
@@ -166,7 +155,7 @@ fn verb(o: Outcome) -> &'static str {
     }
 }
 
-impl<S: Session> Worker for Terminal<S> {
+impl Worker for Terminal {
     fn run_unit(&mut self, rec: &mut UnitRecorder) -> Result<Outcome> {
         let t = match self.next.take() {
             Some(t) => t,

@@ -1,87 +1,16 @@
-//! TPC-C on PostgreSQL: loader threads each COPY their parts over their own connection;
-//! transactions run as prepared statements at read committed with row locks.
+//! The seam on PostgreSQL: statements prepared once per connection, values converted to
+//! the column types the server inferred (it is strict: an INT4 column takes no INT8).
 
-use super::load::{self, Cell, Row, Sink, Table};
-use super::random::Constants;
-use super::sql::{dialect, Arg, DbError, Dialect, Rows, Tx, Val, Q, STATEMENTS};
-use super::worker::Session;
+use super::{Arg, DbError, Rows, Session, Tx, Val, Q};
 use crate::driver::{restarting, Outcome, UnitRecorder};
-use crate::targets::{Connection, Database};
+use crate::targets::Engine;
 use anyhow::Result;
 use bytes::BytesMut;
-use indicatif::ProgressBar;
+use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::{FromSql, IsNull, ToSql, Type};
 use postgres::{Client, Statement};
-use std::fmt::Write as _;
-use std::io::Write as _;
-
-fn client(db: &dyn Database) -> Result<Client> {
-    match db.connect()? {
-        Connection::Postgres(c) => Ok(c),
-        _ => unreachable!("a PostgreSQL database gives PostgreSQL connections"),
-    }
-}
-
-/// One loader thread: a connection, and the open transaction of its current part.
-struct CopySink {
-    c: Client,
-    open: bool,
-    buf: String,
-}
-
-impl Sink for CopySink {
-    fn put(&mut self, table: Table, rows: &[Row]) -> Result<()> {
-        if !self.open {
-            self.c.batch_execute("BEGIN")?;
-            self.open = true;
-        }
-        self.buf.clear();
-        for row in rows {
-            for (i, v) in row.iter().enumerate() {
-                if i > 0 {
-                    self.buf.push('\t');
-                }
-                match v {
-                    Cell::Int(x) => write!(self.buf, "{x}")?,
-                    Cell::Real(x) => write!(self.buf, "{x}")?,
-                    // Generated text is letters, digits and spaces: nothing COPY must escape.
-                    Cell::Text(s) => self.buf.push_str(s),
-                    Cell::Null => self.buf.push_str("\\N"),
-                }
-            }
-            self.buf.push('\n');
-        }
-        let mut w = self.c.copy_in(&format!("COPY {} FROM STDIN", table.name()))?;
-        w.write_all(self.buf.as_bytes())?;
-        w.finish()?;
-        Ok(())
-    }
-
-    fn end_part(&mut self) -> Result<()> {
-        if self.open {
-            self.c.batch_execute("COMMIT")?;
-            self.open = false;
-        }
-        Ok(())
-    }
-}
-
-pub fn load(db: &dyn Database, warehouses: i64, seed: u64, consts: Constants, progress: &ProgressBar) -> Result<()> {
-    let mut c = client(db)?;
-    for t in super::schema::tables(Dialect::Postgres) {
-        c.batch_execute(&t)?;
-    }
-    let sinks = (0..super::loader_threads(warehouses))
-        .map(|_| Ok(Box::new(CopySink { c: client(db)?, open: false, buf: String::new() }) as Box<dyn Sink + Send>))
-        .collect::<Result<Vec<_>>>()?;
-    load::generate(warehouses, seed, consts, sinks, progress)?;
-    for i in super::schema::indexes() {
-        c.batch_execute(i)?;
-    }
-    // VACUUM cannot share a multi-statement batch: that runs as one transaction.
-    c.batch_execute("VACUUM ANALYZE")?;
-    Ok(())
-}
+use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
+use rust_decimal::Decimal;
 
 impl ToSql for Arg<'_> {
     fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
@@ -90,8 +19,13 @@ impl ToSql for Arg<'_> {
             Arg::Int(v) if *ty == Type::INT2 => i16::try_from(v)?.to_sql(ty, out),
             Arg::Int(v) if *ty == Type::INT8 => v.to_sql(ty, out),
             Arg::Int(v) if *ty == Type::FLOAT8 => (v as f64).to_sql(ty, out),
+            Arg::Int(v) if *ty == Type::NUMERIC => Decimal::from(v).to_sql(ty, out),
             Arg::Real(v) if *ty == Type::FLOAT8 => v.to_sql(ty, out),
+            Arg::Real(v) if *ty == Type::NUMERIC => {
+                Decimal::from_f64(v).ok_or_else(|| format!("{v} does not fit a NUMERIC"))?.to_sql(ty, out)
+            }
             Arg::Text(s) => s.to_sql(ty, out),
+            Arg::Null => Ok(IsNull::Yes),
             _ => Err(format!("cannot pass {self:?} as {ty}").into()),
         }
     }
@@ -113,6 +47,8 @@ impl<'a> FromSql<'a> for Val {
             Val::Int(i16::from_sql(ty, raw)?.into())
         } else if *ty == Type::FLOAT8 {
             Val::Real(f64::from_sql(ty, raw)?)
+        } else if *ty == Type::NUMERIC {
+            Val::Real(Decimal::from_sql(ty, raw)?.to_f64().unwrap_or(f64::NAN))
         } else if *ty == Type::VARCHAR || *ty == Type::TEXT || *ty == Type::BPCHAR || *ty == Type::NAME {
             Val::Text(String::from_sql(ty, raw)?)
         } else {
@@ -135,8 +71,8 @@ pub struct PgSession {
 }
 
 impl PgSession {
-    pub fn new(mut c: Client) -> Result<Self> {
-        let st = STATEMENTS.iter().map(|s| c.prepare(&dialect(s, Dialect::Postgres))).collect::<Result<_, _>>()?;
+    pub fn new(mut c: Client, sql: &[String]) -> Result<Self> {
+        let st = sql.iter().map(|s| c.prepare(s)).collect::<Result<_, _>>()?;
         Ok(Self { c, st })
     }
 }
@@ -161,6 +97,14 @@ impl Tx for PgTx<'_, '_> {
 }
 
 impl Session for PgSession {
+    fn engine(&self) -> Engine {
+        Engine::Postgres
+    }
+
+    fn query(&mut self, q: Q, args: &[Arg]) -> Result<Rows, DbError> {
+        collect(&self.c.query(&self.st[q], &params(args))?, self.st[q].columns().len())
+    }
+
     fn transaction(
         &mut self,
         _read_only: bool,
@@ -180,9 +124,8 @@ impl Session for PgSession {
     }
 }
 
-/// Runs one portable statement outside the prepared set (checks, batch queries).
 pub fn adhoc(c: &mut Client, sql: &str) -> Result<Rows, DbError> {
-    let st = c.prepare(&dialect(sql, Dialect::Postgres))?;
+    let st = c.prepare(sql)?;
     let cols = st.columns().len();
     if cols == 0 {
         return Ok(Rows { cols: 1, vals: vec![Val::Int(c.execute(&st, &[])? as i64)] });
@@ -198,4 +141,14 @@ fn collect(rows: &[postgres::Row], cols: usize) -> Result<Rows, DbError> {
         }
     }
     Ok(out)
+}
+
+pub fn drain(c: &mut Client, sql: &str) -> Result<u64> {
+    let mut rows = c.query_raw(sql, std::iter::empty::<&(dyn ToSql + Sync)>())?;
+    let mut n = 0;
+    while let Some(r) = rows.next()? {
+        std::hint::black_box(r);
+        n += 1;
+    }
+    Ok(n)
 }

@@ -1,0 +1,321 @@
+//! The seam between workloads and engines: portable SQL in, typed values out.
+//!
+//! A workload writes each statement once, in portable SQL with `?` placeholders, in a
+//! [`Statements`] list; an engine that spells a statement its own way (full-text search, an
+//! upsert) gets an override by name, as BenchBase's dialect files override single
+//! statements. Values cross the seam as [`Arg`] and [`Val`], which each engine maps to its
+//! own types, and transactions run through a [`Session`], so no workload matches on the
+//! connection or keeps a copy of its logic per engine. The engine modules here are the
+//! only code that knows a driver crate.
+
+pub mod bulk;
+mod mariadb;
+mod postgres;
+mod sqlite;
+
+use super::{Connection, Engine};
+use crate::driver::{Outcome, UnitRecorder};
+use anyhow::Result;
+use std::borrow::Cow;
+
+/// Translates portable SQL for an engine: PostgreSQL numbers its placeholders, SQLite has
+/// no row locks (its writers are serialized whole), MariaDB casts to SIGNED, not BIGINT.
+pub fn translate(sql: &str, engine: Engine) -> String {
+    match engine {
+        Engine::Sqlite => sql.replace(" FOR UPDATE", ""),
+        Engine::Mariadb => sql.replace(" AS BIGINT)", " AS SIGNED)"),
+        Engine::Postgres => {
+            let mut out = String::with_capacity(sql.len() + 16);
+            let mut n = 0;
+            for c in sql.chars() {
+                if c == '?' {
+                    n += 1;
+                    out.push_str(&format!("${n}"));
+                } else {
+                    out.push(c);
+                }
+            }
+            out
+        }
+    }
+}
+
+/// A parameter value. Engines convert it to the column's type (PostgreSQL is strict).
+#[derive(Clone, Copy, Debug)]
+pub enum Arg<'a> {
+    Int(i64),
+    Real(f64),
+    Text(&'a str),
+    Null,
+}
+
+/// A result value. Types the transactions never read back (timestamps) are fetched but
+/// not decoded.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Val {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(String),
+    Other,
+}
+
+/// Rows of one result, stored flat to keep allocations per statement at one.
+#[derive(Default, Debug)]
+pub struct Rows {
+    pub cols: usize,
+    pub vals: Vec<Val>,
+}
+
+impl Rows {
+    pub fn len(&self) -> usize {
+        self.vals.len().checked_div(self.cols).unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.vals.is_empty()
+    }
+
+    fn at(&self, row: usize, col: usize) -> Result<&Val, DbError> {
+        self.vals
+            .get(row * self.cols + col)
+            .ok_or_else(|| DbError::Data(format!("no value at row {row}, column {col}")))
+    }
+
+    pub fn int(&self, row: usize, col: usize) -> Result<i64, DbError> {
+        match self.at(row, col)? {
+            Val::Int(v) => Ok(*v),
+            Val::Real(v) if v.fract() == 0.0 => Ok(*v as i64),
+            // MariaDB returns SUM over integers as DECIMAL, which arrives as text.
+            Val::Text(s) if s.parse::<i64>().is_ok() => Ok(s.parse().expect("checked")),
+            v => Err(DbError::Data(format!("expected an integer, got {v:?}"))),
+        }
+    }
+
+    /// A number; NULL reads as 0 (an empty SUM).
+    pub fn real(&self, row: usize, col: usize) -> Result<f64, DbError> {
+        match self.at(row, col)? {
+            Val::Int(v) => Ok(*v as f64),
+            Val::Real(v) => Ok(*v),
+            Val::Null => Ok(0.0),
+            Val::Text(s) if s.parse::<f64>().is_ok() => Ok(s.parse().expect("checked")),
+            v => Err(DbError::Data(format!("expected a number, got {v:?}"))),
+        }
+    }
+
+    pub fn text(&self, row: usize, col: usize) -> Result<Cow<'_, str>, DbError> {
+        match self.at(row, col)? {
+            Val::Text(s) => Ok(Cow::Borrowed(s)),
+            Val::Int(v) => Ok(Cow::Owned(v.to_string())),
+            v => Err(DbError::Data(format!("expected text, got {v:?}"))),
+        }
+    }
+
+    /// Every row as canonical text, for comparing results across engines.
+    pub fn canonical(&self) -> Vec<String> {
+        let cell = |v: &Val| match v {
+            Val::Null => "NULL".to_string(),
+            Val::Int(i) => i.to_string(),
+            Val::Real(f) => format!("{f:.2}"),
+            Val::Text(s) => s.clone(),
+            Val::Other => "?".into(),
+        };
+        self.vals.chunks(self.cols.max(1)).map(|r| r.iter().map(cell).collect::<Vec<_>>().join("|")).collect()
+    }
+}
+
+/// Why a statement failed. Engine errors keep their type so conflicts can be told apart
+/// from real failures and retried.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    #[error(transparent)]
+    Postgres(#[from] ::postgres::Error),
+    #[error(transparent)]
+    MySql(#[from] ::mysql::Error),
+    /// The database holds something the workload did not put there.
+    #[error("{0}")]
+    Data(String),
+}
+
+impl DbError {
+    /// The kind of conflict, when the transaction should simply be run again.
+    pub fn conflict(&self) -> Option<&'static str> {
+        match self {
+            DbError::Sqlite(e) => super::sqlite::conflict(e),
+            DbError::Postgres(e) => super::postgres::conflict(e),
+            DbError::MySql(e) => super::mysql::conflict(e),
+            DbError::Data(_) => None,
+        }
+    }
+}
+
+/// One open transaction on some engine.
+pub trait Tx {
+    /// Runs statement `q` of the session's [`Statements`] and returns its rows.
+    fn query(&mut self, q: Q, args: &[Arg]) -> Result<Rows, DbError>;
+    /// Runs statement `q` and returns the number of rows it matched.
+    fn execute(&mut self, q: Q, args: &[Arg]) -> Result<u64, DbError>;
+}
+
+/// Index into a [`Statements`] list, named by the workload's constants.
+pub type Q = usize;
+
+/// A workload's statements: the portable text, and the ones an engine spells its own way.
+pub struct Statements {
+    pub portable: &'static [&'static str],
+    pub overrides: fn(Engine, Q) -> Option<&'static str>,
+}
+
+impl Statements {
+    /// Statements every engine runs as written.
+    pub const fn portable(portable: &'static [&'static str]) -> Self {
+        Self { portable, overrides: no_overrides }
+    }
+
+    /// Statement `q` as `engine` runs it.
+    pub fn text(&self, engine: Engine, q: Q) -> String {
+        translate((self.overrides)(engine, q).unwrap_or(self.portable[q]), engine)
+    }
+
+    fn all(&self, engine: Engine) -> Vec<String> {
+        (0..self.portable.len()).map(|q| self.text(engine, q)).collect()
+    }
+}
+
+fn no_overrides(_: Engine, _: Q) -> Option<&'static str> {
+    None
+}
+
+/// Declares statements as constants that index a list: `statements!(LIST { NAME = "sql"; })`.
+macro_rules! statements {
+    ($list:ident { $($name:ident = $sql:expr;)* }) => {
+        $crate::targets::sql::statements!(@index 0usize; $($name)*);
+        /// Every statement, in portable SQL, indexed by the constants above.
+        pub const $list: &[&str] = &[$($sql),*];
+    };
+    (@index $n:expr; $name:ident $($rest:ident)*) => {
+        pub const $name: $crate::targets::sql::Q = $n;
+        $crate::targets::sql::statements!(@index $n + 1usize; $($rest)*);
+    };
+    (@index $n:expr;) => {};
+}
+pub(crate) use statements;
+
+/// One connection with a workload's statements prepared: the engine side of a worker.
+pub trait Session: Send {
+    fn engine(&self) -> Engine;
+    /// Runs a read outside any transaction (writes go through [`Session::transaction`], so
+    /// SQLite's write gate sees them).
+    fn query(&mut self, q: Q, args: &[Arg]) -> Result<Rows, DbError>;
+    /// Runs `body` as one transaction: committed when it says `Committed`, rolled back on
+    /// `RolledBack`, restarted (and the restart counted in `rec`) on conflicts.
+    fn transaction(
+        &mut self,
+        read_only: bool,
+        rec: &mut UnitRecorder,
+        body: &mut dyn FnMut(&mut dyn Tx) -> Result<Outcome, DbError>,
+    ) -> Result<Outcome>;
+}
+
+/// Opens a session on `conn` with `statements` prepared for its engine.
+pub fn session(conn: Connection, statements: &Statements) -> Result<Box<dyn Session>> {
+    let engine = conn.engine();
+    let sql = statements.all(engine);
+    Ok(match conn {
+        Connection::Sqlite(c) => Box::new(sqlite::SqliteSession::new(c, sql)),
+        Connection::Postgres(c) => Box::new(postgres::PgSession::new(c, &sql)?),
+        Connection::MySql(c) => Box::new(mariadb::MariaSession::new(c, &sql)?),
+    })
+}
+
+/// Runs one portable statement outside a transaction (checks, reports, batch queries). A
+/// statement without a result set returns the rows it matched as one value.
+pub fn adhoc(conn: &mut Connection, sql: &str) -> Result<Rows, DbError> {
+    let sql = translate(sql, conn.engine());
+    match conn {
+        Connection::Sqlite(c) => sqlite::adhoc(c, &sql),
+        Connection::Postgres(c) => postgres::adhoc(c, &sql),
+        Connection::MySql(c) => mariadb::adhoc(c, &sql),
+    }
+}
+
+/// The first column of the first row of a portable query as a number (NULL reads as 0).
+pub fn number(conn: &mut Connection, sql: &str) -> Result<f64> {
+    Ok(adhoc(conn, sql)?.real(0, 0)?)
+}
+
+/// Runs a script of `;`-separated statements in the engine's own SQL (DDL).
+pub fn script(conn: &mut Connection, sql: &str) -> Result<()> {
+    match conn {
+        Connection::Sqlite(c) => c.execute_batch(sql)?,
+        Connection::Postgres(c) => c.batch_execute(sql)?,
+        Connection::MySql(c) => mariadb::script(c, sql)?,
+    }
+    Ok(())
+}
+
+/// Runs one statement of the engine's own SQL as text, not prepared (MariaDB cannot prepare
+/// every statement); returns the rows it changed or matched (0 for DDL).
+pub fn exec(conn: &mut Connection, sql: &str) -> Result<u64> {
+    Ok(match conn {
+        Connection::Sqlite(c) => c.execute(sql, [])? as u64,
+        Connection::Postgres(c) => c.execute(sql, &[])?,
+        Connection::MySql(c) => mariadb::exec(c, sql)?,
+    })
+}
+
+/// Runs a query and receives every row and value, keeping none (client memory stays
+/// flat, as seed 003's scripts read whole results); returns the row count.
+pub fn drain(conn: &mut Connection, sql: &str) -> Result<u64> {
+    match conn {
+        Connection::Sqlite(c) => sqlite::drain(c, sql),
+        Connection::Postgres(c) => postgres::drain(c, sql),
+        Connection::MySql(c) => mariadb::drain(c, sql),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_translate_placeholders_locks_and_casts() {
+        let sql = "SELECT a FROM t WHERE x = ? AND y = ? FOR UPDATE";
+        assert_eq!(translate(sql, Engine::Postgres), "SELECT a FROM t WHERE x = $1 AND y = $2 FOR UPDATE");
+        assert_eq!(translate(sql, Engine::Sqlite), "SELECT a FROM t WHERE x = ? AND y = ?");
+        let now = "INSERT INTO t VALUES (CURRENT_TIMESTAMP, ?)";
+        assert_eq!(translate(now, Engine::Mariadb), now);
+        assert_eq!(translate("SELECT CAST(x AS BIGINT) FROM t", Engine::Mariadb), "SELECT CAST(x AS SIGNED) FROM t");
+    }
+
+    mod listed {
+        crate::targets::sql::statements!(LIST { FIRST = "SELECT 1"; SECOND = "SELECT ?"; });
+    }
+
+    #[test]
+    fn statement_names_index_the_list_and_overrides_replace_one() {
+        assert_eq!((listed::FIRST, listed::SECOND), (0, 1));
+        assert_eq!(listed::LIST[listed::SECOND], "SELECT ?");
+        let st = Statements {
+            portable: listed::LIST,
+            overrides: |e, q| (e == Engine::Postgres && q == listed::FIRST).then_some("SELECT 2"),
+        };
+        assert_eq!(st.text(Engine::Postgres, listed::FIRST), "SELECT 2");
+        assert_eq!(st.text(Engine::Postgres, listed::SECOND), "SELECT $1");
+        assert_eq!(st.text(Engine::Sqlite, listed::FIRST), "SELECT 1");
+    }
+
+    #[test]
+    fn rows_read_typed_values() {
+        let r = Rows { cols: 2, vals: vec![Val::Int(3), Val::Text("x".into()), Val::Null, Val::Real(2.5)] };
+        assert_eq!(r.len(), 2);
+        assert_eq!(r.int(0, 0).unwrap(), 3);
+        assert_eq!(r.real(1, 0).unwrap(), 0.0);
+        assert_eq!(r.real(1, 1).unwrap(), 2.5);
+        assert!(r.int(0, 1).is_err());
+        assert!(r.int(5, 0).is_err());
+        assert_eq!(r.canonical(), vec!["3|x", "NULL|2.50"]);
+    }
+}

@@ -1,0 +1,169 @@
+//! Every OLTP workload's contract, run once per engine by one macro (as ripgrep runs its
+//! tests per regex engine): build, run on a kept copy, every invariant check passes, the
+//! pristine database is untouched, the kept copy grew by exactly the committed work, and no
+//! run copy or staging database is left behind.
+
+mod common;
+use common::*;
+use dbvs::targets::managed_maria::ManagedMaria;
+use dbvs::targets::managed_pg::ManagedPg;
+use dbvs::targets::{sql, Engine, TargetOptions};
+use serde_json::Value;
+
+/// A database server (or SQLite directory) of one engine that the test owns.
+struct Place {
+    dir: tempfile::TempDir,
+    server: Server,
+}
+
+enum Server {
+    Sqlite,
+    Postgres(ManagedPg),
+    Mariadb(ManagedMaria),
+}
+
+impl Place {
+    fn start(engine: Engine) -> Self {
+        let dir = reachable_tempdir();
+        let server = match engine {
+            Engine::Sqlite => Server::Sqlite,
+            Engine::Postgres => Server::Postgres(ManagedPg::start(None, &dir.path().join("pg"), &[], &[]).unwrap()),
+            Engine::Mariadb => Server::Mariadb(ManagedMaria::start(&dir.path().join("maria"), &[], &[]).unwrap()),
+        };
+        Self { dir, server }
+    }
+
+    /// The `--target` for database `db`.
+    fn target(&self, db: &str) -> String {
+        match &self.server {
+            Server::Sqlite => format!("sqlite:{}", self.dir.path().join(format!("{db}.db")).display()),
+            Server::Postgres(s) => format!("postgres://dbvs@127.0.0.1:{}/{db}", s.port),
+            Server::Mariadb(s) => format!("mysql://dbvs@127.0.0.1:{}/{db}", s.port),
+        }
+    }
+
+    /// One number from a query on database `db`, through dbvs's own engine seam.
+    fn number(&self, db: &str, query: &str) -> i64 {
+        let target = dbvs::targets::parse(&self.target(db), TargetOptions::default()).unwrap();
+        sql::number(&mut target.existing().unwrap().connect().unwrap(), query).unwrap() as i64
+    }
+
+    /// Databases (or SQLite files) named after `db` but not `db` itself: run copies or
+    /// staging left behind.
+    fn leftovers(&self, db: &str) -> Vec<String> {
+        let names: Vec<String> = match &self.server {
+            Server::Sqlite => files_in(self.dir.path()),
+            Server::Postgres(_) | Server::Mariadb(_) => {
+                let query = match self.server {
+                    Server::Postgres(_) => "SELECT datname FROM pg_database",
+                    _ => "SELECT schema_name FROM information_schema.schemata",
+                };
+                let target = dbvs::targets::parse(&self.target(db), TargetOptions::default()).unwrap();
+                let rows = sql::adhoc(&mut target.existing().unwrap().connect().unwrap(), query).unwrap();
+                (0..rows.len()).map(|r| rows.text(r, 0).unwrap().into_owned()).collect()
+            }
+        };
+        // Copies and staging are `DB_...` on a server and `.DB.db.*` beside a SQLite file.
+        let (server_copy, sqlite_copy) = (format!("{db}_"), format!(".{db}.db."));
+        names.into_iter().filter(|n| n.starts_with(&server_copy) || n.starts_with(&sqlite_copy)).collect()
+    }
+}
+
+/// Runs `workload` for a few seconds on a kept copy; returns the run record.
+fn run_kept(place: &Place, workload: &str, size: &str, kept: &str) -> Value {
+    let json = place.dir.path().join(format!("{workload}.json"));
+    let pristine = place.target(workload);
+    let kept_name = match place.server {
+        Server::Sqlite => place.dir.path().join(format!("{kept}.db")).display().to_string(),
+        _ => kept.to_string(),
+    };
+    ok(&["build", "--target", &pristine, "--workload", workload, "--size", size]);
+    ok(&[
+        "run",
+        "--target",
+        &pristine,
+        "--workload",
+        workload,
+        "--size",
+        size,
+        "--threads",
+        "2",
+        "--duration",
+        "3s",
+        "--warmup",
+        "1s",
+        "--json",
+        json.to_str().unwrap(),
+        "--keep-db",
+        &kept_name,
+        "--no-store",
+    ]);
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(r["status"], "completed", "{r}");
+    let checks = r["checks"].as_array().unwrap();
+    assert!(!checks.is_empty() && checks.iter().all(|c| c["ok"] == true), "{}", r["checks"]);
+    assert!(r["totals"]["committed"].as_i64().unwrap() > 10, "{}", r["totals"]);
+    for db in [workload, kept] {
+        assert_eq!(place.leftovers(db), Vec::<String>::new(), "run copies and staging are removed");
+    }
+    r
+}
+
+fn ds2(engine: Engine) {
+    let place = Place::start(engine);
+    let r = run_kept(&place, "ds2", "1MB", "ds2kept");
+    assert_eq!(r["target"]["engine"], engine.name());
+    let committed = r["totals"]["committed"].as_i64().unwrap();
+    let count = |db: &str, table: &str| place.number(db, &format!("SELECT count(*) FROM {table}"));
+    assert_eq!(count("ds2", "orders"), 1200, "the pristine database is untouched");
+    assert_eq!(count("ds2kept", "orders"), 1200 + committed);
+    assert_eq!(
+        count("ds2kept", "orderlines") - count("ds2", "orderlines"),
+        count("ds2kept", "cust_hist") - count("ds2", "cust_hist")
+    );
+    assert_eq!(count("ds2kept", "inventory WHERE quan_in_stock < 0"), 0);
+    let names: Vec<&str> = r["checks"].as_array().unwrap().iter().filter_map(|c| c["name"].as_str()).collect();
+    assert!(names.iter().any(|n| n.contains("catalogue search")), "{names:?}");
+}
+
+fn tpcb(engine: Engine) {
+    let place = Place::start(engine);
+    let r = run_kept(&place, "tpcb", "1", "tpcbkept");
+    assert_eq!(r["checks"].as_array().unwrap().len(), 4, "{}", r["checks"]);
+    // pgbench's own tables and sizes: pgbench can run against the database dbvs built.
+    assert_eq!(place.number("tpcb", "SELECT count(*) FROM pgbench_accounts"), 100_000);
+    assert_eq!(place.number("tpcb", "SELECT count(*) FROM pgbench_tellers"), 10);
+    let committed = r["totals"]["committed"].as_i64().unwrap();
+    assert_eq!(place.number("tpcbkept", "SELECT count(*) FROM pgbench_history"), committed);
+}
+
+fn tpcc(engine: Engine) {
+    let place = Place::start(engine);
+    let r = run_kept(&place, "tpcc", "1", "tpcckept");
+    // The kept copy holds the warm-up's orders too; NOPM counts the measured window's.
+    let new_orders = place.number("tpcckept", "SELECT count(*) FROM orders") - 30_000;
+    let measured = r["metrics"]["new_orders_committed"].as_i64().unwrap();
+    assert!(measured > 0 && new_orders >= measured, "{new_orders} orders in the copy, {measured} measured");
+}
+
+/// One test per workload and engine: `workload::engine`.
+macro_rules! per_engine {
+    ($($workload:ident),*) => {$(
+        mod $workload {
+            #[test]
+            fn sqlite() {
+                super::$workload(dbvs::targets::Engine::Sqlite)
+            }
+            #[test]
+            fn postgres() {
+                super::$workload(dbvs::targets::Engine::Postgres)
+            }
+            #[test]
+            fn mariadb() {
+                super::$workload(dbvs::targets::Engine::Mariadb)
+            }
+        }
+    )*};
+}
+
+per_engine!(ds2, tpcb, tpcc);
