@@ -11,6 +11,7 @@ pub mod record;
 pub mod report;
 pub mod run;
 pub mod stats;
+pub mod status;
 pub mod store;
 pub mod study;
 pub mod sys;

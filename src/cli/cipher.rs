@@ -85,7 +85,7 @@ pub fn main(args: CipherArgs) -> Result<ExitCode> {
         series.extend(measure_masked(&args, &sizes)?);
     }
     let r = CipherReport {
-        status: "completed",
+        status: crate::status::Status::Completed,
         workload: "cipher",
         headline: cipher::throughput(&series),
         measures: vec![cipher::throughput(&series)],

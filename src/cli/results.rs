@@ -3,6 +3,7 @@
 use crate::driver::{LatencySummary, RunStatus};
 use crate::record::RunRecord;
 use crate::report::{Format, StudyReport};
+use crate::status::{Status, VariantStatus};
 use crate::store::{self, Store};
 use crate::workloads::measure::value_of;
 use anyhow::{Context, Result};
@@ -59,7 +60,7 @@ pub fn results(cmd: ResultsCommand) -> Result<ExitCode> {
         ResultsCommand::List { runs: false } => {
             let mut t = table(&["study", "name", "started", "status", "runs"]);
             for r in s.studies()? {
-                t.add_row(vec![r.id.to_string(), r.name, r.started_at, r.status, r.runs.to_string()]);
+                t.add_row(vec![r.id.to_string(), r.name, r.started_at, r.status.to_string(), r.runs.to_string()]);
             }
             println!("{t}");
         }
@@ -73,7 +74,7 @@ pub fn results(cmd: ResultsCommand) -> Result<ExitCode> {
                     opt(r.block.map(|b| b + 1)),
                     r.variant.unwrap_or_default(),
                     r.workload,
-                    r.status,
+                    r.status.to_string(),
                     r.headline.map_or(String::new(), |v| format!("{v:.0}")),
                     r.finished_at,
                 ]);
@@ -99,7 +100,7 @@ pub fn results(cmd: ResultsCommand) -> Result<ExitCode> {
                     println!(
                         "  {:<12} {}",
                         v.info.name,
-                        if v.status == "ran" {
+                        if v.status == VariantStatus::Ran {
                             crate::report::verdict_text(&r, &v.info.name)
                         } else {
                             format!("{}: {}", v.status, v.reason.clone().unwrap_or_default())
@@ -113,7 +114,7 @@ pub fn results(cmd: ResultsCommand) -> Result<ExitCode> {
                     r.id.to_string(),
                     r.block.map_or(String::new(), |b| (b + 1).to_string()),
                     r.variant.unwrap_or_default(),
-                    r.status,
+                    r.status.to_string(),
                     r.headline.map_or(String::new(), |v| format!("{v:.0}")),
                     r.cause.unwrap_or_default(),
                 ]);
@@ -126,8 +127,8 @@ pub fn results(cmd: ResultsCommand) -> Result<ExitCode> {
 
 pub fn report(args: ReportArgs) -> Result<ExitCode> {
     let (row, json) = open()?.study(args.id)?;
-    let json = json.with_context(|| match row.status.as_str() {
-        "running" => format!("study {} is still running; its report is written when it ends", row.id),
+    let json = json.with_context(|| match row.status {
+        Status::Running => format!("study {} is still running; its report is written when it ends", row.id),
         status => format!(
             "study {} ended {status} before it wrote a report ({}); its finished runs are in the store \
              (dbvs results show {}); continue it with 'dbvs study FILE --resume {}', or report the blocks \

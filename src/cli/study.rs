@@ -1,5 +1,6 @@
 //! `dbvs study FILE`: run a study and write its reports.
 
+use crate::status::{Status, VariantStatus};
 use crate::study::{self, Options};
 use crate::sys::units::parse_duration;
 use anyhow::Result;
@@ -36,8 +37,8 @@ pub fn main(args: StudyArgs) -> Result<ExitCode> {
             use crate::report::number;
             format!("{} {} [{}, {}]", r.metric.to_uppercase(), number(s.mean), number(s.ci.0), number(s.ci.1))
         });
-        let what = match (v.status.as_str(), &v.reason) {
-            ("ran", _) => crate::report::verdict_text(r, &v.info.name),
+        let what = match (v.status, &v.reason) {
+            (VariantStatus::Ran, _) => crate::report::verdict_text(r, &v.info.name),
             (s, Some(why)) => format!("{s}: {why}"),
             (s, None) => s.to_string(),
         };
@@ -70,9 +71,9 @@ pub fn main(args: StudyArgs) -> Result<ExitCode> {
         );
     }
     println!("report: {}", outcome.out_dir.join("report.html").display());
-    Ok(match r.status.as_str() {
-        "completed" => ExitCode::SUCCESS,
-        "interrupted" => ExitCode::from(130),
+    Ok(match r.status {
+        Status::Completed => ExitCode::SUCCESS,
+        Status::Interrupted => ExitCode::from(130),
         _ => {
             eprintln!("error: study failed: {}", r.cause.as_deref().unwrap_or("see the report"));
             ExitCode::FAILURE

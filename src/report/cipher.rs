@@ -14,7 +14,7 @@ use std::fmt::Write;
 /// series' mean MB/s), and `metrics` (its averages over the sizes).
 #[derive(Clone, Debug, Serialize)]
 pub struct CipherReport {
-    pub status: &'static str,
+    pub status: crate::status::Status,
     pub workload: &'static str,
     pub headline: Measure,
     pub measures: Vec<Measure>,
@@ -202,7 +202,7 @@ mod tests {
     fn tables_show_the_gain_from_aes_ni_and_an_average() {
         let series_both = vec![series(true, 1000.0), series(false, 250.0)];
         let r = CipherReport {
-            status: "completed",
+            status: crate::status::Status::Completed,
             workload: "cipher",
             headline: crate::cipher::throughput(&series_both),
             measures: vec![crate::cipher::throughput(&series_both)],

@@ -44,7 +44,7 @@ pub fn render(r: &StudyReport) -> Result<String> {
     let _ = writeln!(
         out,
         "<p class=\"status\">Status: <b>{}</b>{}. {} blocks, {:.0} s per block; stopped: {}. Metric: {} ({} is better); baseline: {}; CI target &plusmn;{:.1}%.</p>",
-        esc(&r.status),
+        r.status,
         r.cause.as_ref().map_or(String::new(), |c| format!(" ({})", esc(c))),
         r.blocks_completed,
         r.seconds_per_block,

@@ -15,6 +15,7 @@ pub(crate) use charts::PALETTE;
 use crate::driver::LatencySummary;
 use crate::host::HostInfo;
 use crate::stats::{RatioEstimate, Summary, Verdict};
+use crate::status::{Status, VariantStatus};
 use crate::variants::VariantInfo;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
@@ -56,7 +57,7 @@ impl Measure {
 pub struct StudyReport {
     pub study_id: i64,
     pub name: String,
-    pub status: String,
+    pub status: Status,
     pub cause: Option<String>,
     pub started_at: String,
     pub finished_at: String,
@@ -85,8 +86,7 @@ pub struct StudyReport {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct VariantReport {
     pub info: VariantInfo,
-    /// `ran`, `skipped` (the host cannot run it) or `failed` (a run failed).
-    pub status: String,
+    pub status: VariantStatus,
     pub reason: Option<String>,
     /// The metric over this variant's completed runs.
     pub summary: Option<Summary>,
@@ -140,7 +140,7 @@ pub struct RunRow {
     /// The workload's label.
     #[serde(default)]
     pub workload: String,
-    pub status: String,
+    pub status: Status,
     pub cause: Option<String>,
     pub metric: Option<f64>,
     pub orders: Option<u64>,
@@ -243,7 +243,7 @@ pub(crate) mod sample {
         )]);
         let v = |n: &str, xs: &[f64]| VariantReport {
             info: info(n),
-            status: "ran".into(),
+            status: VariantStatus::Ran,
             reason: None,
             summary: Some(summarize(xs)),
             latency: lat.clone(),
@@ -253,13 +253,13 @@ pub(crate) mod sample {
             per_instance: vec![],
         };
         let mut skipped = v("fscrypt", &[1.0]);
-        skipped.status = "skipped".into();
+        skipped.status = VariantStatus::Skipped;
         skipped.reason = Some("mkfs.ext4 not found: install it with 'apt-get install e2fsprogs'".into());
         skipped.summary = None;
         StudyReport {
             study_id: 1,
             name: "sample".into(),
-            status: "completed".into(),
+            status: Status::Completed,
             cause: None,
             started_at: "2026-11-21T10:00:00Z".into(),
             finished_at: "2026-11-21T10:05:00Z".into(),
@@ -297,7 +297,7 @@ pub(crate) mod sample {
                         block: b,
                         variant: n.into(),
                         workload: "ds2".into(),
-                        status: "completed".into(),
+                        status: Status::Completed,
                         cause: None,
                         metric: Some(x),
                         orders: Some(1000),

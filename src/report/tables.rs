@@ -1,6 +1,7 @@
 //! The report's tables as rows of text, shared by the Markdown and HTML exporters.
 
 use super::StudyReport;
+use crate::status::Status;
 
 pub struct Table {
     pub title: String,
@@ -23,7 +24,7 @@ pub fn verdicts(r: &StudyReport) -> Table {
             let Some(s) = &v.summary else {
                 return vec![
                     name,
-                    v.status.clone(),
+                    v.status.to_string(),
                     String::new(),
                     String::new(),
                     String::new(),
@@ -251,7 +252,7 @@ pub fn per_run(r: &StudyReport) -> Table {
             let mut row = vec![format!("block {}", b + 1)];
             for n in &names {
                 let cell = runs.iter().find(|x| x.block == b && x.variant == *n).map_or("-".to_string(), |x| {
-                    x.metric.filter(|_| x.status == "completed").map_or(x.status.clone(), number)
+                    x.metric.filter(|_| x.status == Status::Completed).map_or(x.status.to_string(), number)
                 });
                 row.push(cell);
             }

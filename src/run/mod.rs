@@ -16,9 +16,20 @@ use crate::store::Store;
 use crate::sys::create_output;
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::json;
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::SystemTime;
+
+/// Writes the record to the `--json` file.
+fn write_record(mut f: std::fs::File, spec: &RunSpec, record: &RunRecord) -> Result<()> {
+    serde_json::to_writer_pretty(&mut f, record)?;
+    writeln!(f)?;
+    if let Some(path) = &spec.json {
+        eprintln!("run record written to {}", path.display());
+    }
+    Ok(())
+}
 
 /// Runs `spec`: builds the pristine database if missing, measures on fresh copies, prints
 /// the summary, writes the record and stores it.
@@ -34,19 +45,32 @@ pub fn run(spec: &RunSpec) -> Result<ExitCode> {
         Ok(set) => set,
         Err(e) => {
             // A run that could not start (disk full while copying, a server that would not
-            // start) is recorded as failed, with its cause.
-            if let (Some(store), false) = (&store, e.is::<crate::interrupt::Interrupted>()) {
+            // start, a server killed during the build) is recorded as failed, with its cause.
+            let interrupted = e.is::<crate::interrupt::Interrupted>();
+            if let (Some(store), false) = (&store, interrupted) {
                 let _ = store.add_failed_run(None, &spec.db.workload.name, &format!("{e:#}"));
+            }
+            if let Some(f) = json_out {
+                let status = if interrupted { RunStatus::Interrupted } else { RunStatus::Failed(format!("{e:#}")) };
+                let workload = crate::workloads::by_name(&spec.db.workload)?;
+                let (headline, measures) = (workload.headline(None), workload.measures(None));
+                let record = RunRecord::standalone(
+                    &spec.db.workload.name,
+                    status,
+                    workload.params(),
+                    headline,
+                    measures,
+                    json!({}),
+                );
+                write_record(f, spec, &record)?;
             }
             return Err(e);
         }
     };
     let (record, details) = set.measure(spec)?;
     summary::print(&record, &details);
-    if let (Some(mut f), Some(path)) = (json_out, &spec.json) {
-        serde_json::to_writer_pretty(&mut f, &record)?;
-        writeln!(f)?;
-        eprintln!("run record written to {}", path.display());
+    if let Some(f) = json_out {
+        write_record(f, spec, &record)?;
     }
     if let Some(store) = &mut store {
         keep_in_store(store, &record, spec.json.as_deref())?;

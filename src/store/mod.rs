@@ -2,8 +2,8 @@
 //! samples. Each run is committed in its own transaction the moment it ends (WAL, full
 //! sync), so a study killed with -9 loses nothing it had finished.
 
-use crate::driver::RunStatus;
 use crate::record::RunRecord;
+use crate::status::Status;
 use anyhow::{Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
@@ -42,7 +42,7 @@ pub struct StudyRow {
     pub name: String,
     pub started_at: String,
     pub finished_at: Option<String>,
-    pub status: String,
+    pub status: Status,
     pub cause: Option<String>,
     pub runs: i64,
 }
@@ -54,7 +54,7 @@ pub struct RunRow {
     pub block: Option<i64>,
     pub variant: Option<String>,
     pub workload: String,
-    pub status: String,
+    pub status: Status,
     pub cause: Option<String>,
     pub finished_at: String,
     pub headline: Option<f64>,
@@ -147,7 +147,7 @@ impl Store {
         Ok(())
     }
 
-    pub fn finish_study(&self, id: i64, status: &str, cause: Option<&str>, report_json: Option<&str>) -> Result<()> {
+    pub fn finish_study(&self, id: i64, status: Status, cause: Option<&str>, report_json: Option<&str>) -> Result<()> {
         self.conn.execute(
             "UPDATE studies SET finished_at = ?2, status = ?3, cause = ?4, report_json = ?5 WHERE id = ?1",
             params![id, now(), status, cause, report_json],
@@ -158,11 +158,8 @@ impl Store {
     /// Stores a finished run's record (completed, interrupted or failed) with its headline,
     /// measures and per-interval samples.
     pub fn add_run(&mut self, at: Option<Placement>, record: &RunRecord) -> Result<i64> {
-        let (status, cause) = match &record.status {
-            RunStatus::Completed => ("completed", None),
-            RunStatus::Interrupted => ("interrupted", None),
-            RunStatus::Failed(c) => ("failed", Some(c.as_str())),
-        };
+        let status = Status::from(&record.status);
+        let cause = record.cause();
         let json = serde_json::to_string(record)?;
         let tx = self.conn.transaction()?;
         tx.execute(
@@ -177,7 +174,7 @@ impl Store {
                 cause,
                 now(),
                 // A failed or interrupted run's figure is not a result; listings show none.
-                record.headline.value.filter(|_| status == "completed"),
+                record.headline.value.filter(|_| status == Status::Completed),
                 json
             ],
         )?;
@@ -246,10 +243,12 @@ impl Store {
     pub fn resume_study(&self, id: i64, study_file: &str) -> Result<Vec<RunRow>> {
         let (row, _) = self.study(id)?;
         let stored: String = self.conn.query_row("SELECT study_file FROM studies WHERE id = ?1", [id], |r| r.get(0))?;
-        match row.status.as_str() {
-            "aborted" | "interrupted" | "failed" => {}
-            "running" => anyhow::bail!("study {id} is still running; it cannot be resumed twice"),
-            s => anyhow::bail!("study {id} is {s}; only an aborted, interrupted or failed study can be resumed"),
+        match row.status {
+            Status::Aborted | Status::Interrupted | Status::Failed => {}
+            Status::Running => anyhow::bail!("study {id} is still running; it cannot be resumed twice"),
+            Status::Completed => {
+                anyhow::bail!("study {id} completed; only an aborted, interrupted or failed study can be resumed")
+            }
         }
         if stored != study_file {
             anyhow::bail!("the study file differs from the one study {id} ran with; resume it with the same file");
@@ -327,9 +326,9 @@ mod tests {
         drop(store);
         let store = Store::open(&path).unwrap();
         let (row, _) = store.study(dead).unwrap();
-        assert_eq!(row.status, "aborted");
+        assert_eq!(row.status, Status::Aborted);
         assert!(row.cause.unwrap().contains("finished runs are kept"));
-        assert_eq!(store.study(mine).unwrap().0.status, "running", "a live study is left alone");
+        assert_eq!(store.study(mine).unwrap().0.status, Status::Running, "a live study is left alone");
     }
 
     #[test]
@@ -340,11 +339,11 @@ mod tests {
         let run = store
             .add_failed_run(Some(Placement { study: id, block: 0, variant: "plain", workload: "ds2" }), "ds2", "boom")
             .unwrap();
-        store.finish_study(id, "completed", None, Some("{}")).unwrap();
+        store.finish_study(id, Status::Completed, None, Some("{}")).unwrap();
         let (row, report) = store.study(id).unwrap();
-        assert_eq!((row.status.as_str(), row.runs, report.as_deref()), ("completed", 1, Some("{}")));
+        assert_eq!((row.status, row.runs, report.as_deref()), (Status::Completed, 1, Some("{}")));
         let r = store.run(run).unwrap();
-        assert_eq!((r.status.as_str(), r.cause.as_deref()), ("failed", Some("boom")));
+        assert_eq!((r.status, r.cause.as_deref()), (Status::Failed, Some("boom")));
         assert!(store.study(99).unwrap_err().to_string().contains("no study 99"));
         // A second handle sees everything: each write was committed on its own.
         let again = Store::open(&dir.path().join("sub/results.db")).unwrap();

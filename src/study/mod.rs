@@ -20,6 +20,7 @@ use crate::interrupt;
 use crate::record::RunRecord;
 use crate::report::CanaryResult;
 use crate::report::{self, RunRow, StudyReport};
+use crate::status::Status;
 use crate::store::{Placement, Store};
 use crate::variants::{Prepared, VariantConfig};
 use anyhow::{bail, Context, Result};
@@ -66,7 +67,7 @@ pub fn run(path: &Path, opts: Options) -> Result<Outcome> {
     let result = run_blocks(&study, &text, opts, &mut store, id, &stored);
     if let Err(e) = &result {
         // A study that never got to a report still ends in the store, with its cause.
-        let status = if e.is::<interrupt::Interrupted>() { "interrupted" } else { "failed" };
+        let status = if e.is::<interrupt::Interrupted>() { Status::Interrupted } else { Status::Failed };
         store.finish_study(id, status, Some(&format!("{e:#}")), None)?;
     }
     result
@@ -128,7 +129,7 @@ fn run_blocks(
     }
     let mut canaries: Vec<CanaryResult> = Vec::new();
     let mut block_times: Vec<f64> = Vec::new();
-    let mut status = ("completed", None::<String>);
+    let mut status = (Status::Completed, None::<String>);
     let mut stop_reason = format!("maximum of {} blocks reached", study.blocks.max);
     let begun = Instant::now();
     for block in first..study.blocks.max {
@@ -151,7 +152,7 @@ fn run_blocks(
             let result = child::run(&ctx, &a.cfg, &a.prepared, w, &format!("block{:02}", block + 1), scan);
             let at = Placement { study: id, block, variant: &a.cfg.name, workload: &w.label() };
             let (row, record) = record_run(store, at, w, result)?;
-            if let Some(cause) = row.cause.clone().filter(|_| row.status == "failed") {
+            if let Some(cause) = row.cause.clone().filter(|_| row.status == Status::Failed) {
                 eprintln!("variant {}: {} run failed: {cause}", a.cfg.name, w.label());
                 a.failed = Some(cause);
             }
@@ -168,7 +169,7 @@ fn run_blocks(
             if scan && value {
                 let c = child::scan_canary(&a.cfg.name, &a.prepared)?;
                 if !c.ok {
-                    status = ("failed", Some(leak_message(&c)));
+                    status = (Status::Failed, Some(leak_message(&c)));
                 }
                 canaries.push(c);
             }
@@ -178,16 +179,16 @@ fn run_blocks(
         }
         block_times.push(t.elapsed().as_secs_f64());
         if interrupt::interrupted() {
-            status = ("interrupted", None);
+            status = (Status::Interrupted, None);
             stop_reason = format!("interrupted during block {}", block + 1);
             break;
         }
-        if status.0 == "failed" {
+        if status.0 == Status::Failed {
             stop_reason = "stopped: the plaintext canary scan failed".into();
             break;
         }
         if let Some(cause) = &active[0].failed {
-            status = ("failed", Some(format!("the baseline's run failed: {cause}")));
+            status = (Status::Failed, Some(format!("the baseline's run failed: {cause}")));
             stop_reason = "stopped: the baseline cannot run".into();
             break;
         }
@@ -212,13 +213,14 @@ fn run_blocks(
         }
     }
 
-    if status.0 == "completed" && active[1..].iter().all(|a| a.failed.is_some()) {
+    if status.0 == Status::Completed && active[1..].iter().all(|a| a.failed.is_some()) {
         let causes: Vec<String> = active[1..]
             .iter()
             .map(|a| format!("{}: {}", a.cfg.name, a.failed.as_deref().unwrap_or("")))
             .chain(skipped.iter().map(|(v, why)| format!("{}: skipped: {why}", v.name)))
             .collect();
-        status = ("failed", Some(format!("no variant could be compared with the baseline ({})", causes.join("; "))));
+        status =
+            (Status::Failed, Some(format!("no variant could be compared with the baseline ({})", causes.join("; "))));
     }
     let report = summary::build(summary::Inputs {
         id,
@@ -235,7 +237,7 @@ fn run_blocks(
         started_at,
         block_times: &block_times,
     });
-    store.finish_study(id, &report.status, report.cause.as_deref(), Some(&serde_json::to_string(&report)?))?;
+    store.finish_study(id, report.status, report.cause.as_deref(), Some(&serde_json::to_string(&report)?))?;
     report::write_all(&report, &out_dir)?;
     drop(active);
     Ok(Outcome { report, out_dir })
@@ -348,17 +350,12 @@ type At<'a> = (i64, usize, &'a str, &'a str);
 
 /// The report row of a run that produced a record.
 fn row_of((run_id, block, variant, workload): At, r: &RunRecord) -> RunRow {
-    let status = match &r.status {
-        RunStatus::Completed => "completed",
-        RunStatus::Interrupted => "interrupted",
-        RunStatus::Failed(_) => "failed",
-    };
     RunRow {
         run_id,
         block,
         variant: variant.into(),
         workload: workload.into(),
-        status: status.into(),
+        status: Status::from(&r.status),
         cause: r.cause().map(String::from),
         metric: r.measures.first().and_then(|m| r.measure(&m.name)),
         orders: (r.counts.units > 0).then_some(r.counts.units),
@@ -375,7 +372,7 @@ fn failed_row((run_id, block, variant, workload): At, cause: String) -> RunRow {
         block,
         variant: variant.into(),
         workload: workload.into(),
-        status: "failed".into(),
+        status: Status::Failed,
         cause: Some(cause),
         metric: None,
         orders: None,

@@ -6,6 +6,7 @@ use super::measures::Measure;
 use super::Active;
 use crate::record::RunRecord;
 use crate::report::RunRow;
+use crate::status::Status;
 use crate::store::RunRow as StoredRun;
 
 /// Loads `stored` runs into `active`; returns their report rows and the first block to run.
@@ -23,7 +24,7 @@ pub(super) fn preload(active: &mut [Active], measures: &[Measure], stored: &[Sto
         let Some(a) = active.iter_mut().find(|a| a.cfg.name == variant) else { continue };
         let block = block as usize;
         let record: Option<RunRecord> = run.record_json.as_deref().and_then(|j| serde_json::from_str(j).ok());
-        if run.status == "failed" {
+        if run.status == Status::Failed {
             a.failed.get_or_insert_with(|| run.cause.clone().unwrap_or_else(|| "failed".into()));
         }
         for m in measures.iter().filter(|m| m.workload == run.workload) {
@@ -48,7 +49,9 @@ pub(super) fn preload(active: &mut [Active], measures: &[Measure], stored: &[Sto
 fn block_is_whole(stored: &[StoredRun], b: i64, active: &[Active], measures: &[Measure]) -> bool {
     let labels: std::collections::BTreeSet<&str> = measures.iter().map(|m| m.workload.as_str()).collect();
     let failed_before = |v: &str| {
-        stored.iter().any(|r| r.variant.as_deref() == Some(v) && r.block.is_some_and(|x| x < b) && r.status == "failed")
+        stored
+            .iter()
+            .any(|r| r.variant.as_deref() == Some(v) && r.block.is_some_and(|x| x < b) && r.status == Status::Failed)
     };
     active.iter().filter(|a| !failed_before(&a.cfg.name)).all(|a| {
         labels.iter().all(|l| {

@@ -8,6 +8,7 @@ use crate::driver::{LatencySummary, RunStatus};
 use crate::record::RunRecord;
 use crate::report::{Comparison, MeasureReport, RunRow, StudyReport, Sut, VariantReport};
 use crate::stats::{median, paired_ratio, summarize, verdict, RatioEstimate};
+use crate::status::{Status, VariantStatus};
 use crate::sys::cgroup::Usage;
 use crate::variants::VariantConfig;
 use std::collections::BTreeMap;
@@ -89,7 +90,7 @@ pub(super) struct Inputs<'a> {
     pub skipped: &'a [(VariantConfig, String)],
     pub rows: Vec<RunRow>,
     pub canaries: Vec<CanaryResult>,
-    pub status: &'a str,
+    pub status: Status,
     pub cause: Option<String>,
     pub stop_reason: String,
     pub started_at: String,
@@ -210,7 +211,7 @@ pub(super) fn build(i: Inputs) -> StudyReport {
                 .collect();
             VariantReport {
                 info: a.cfg.info(),
-                status: if a.failed.is_some() { "failed".into() } else { "ran".into() },
+                status: if a.failed.is_some() { VariantStatus::Failed } else { VariantStatus::Ran },
                 reason: a.failed.clone(),
                 summary: headline.summaries.iter().find(|(n, _)| *n == a.cfg.name).map(|(_, s)| s.clone()),
                 latency: latency(&completed),
@@ -223,7 +224,7 @@ pub(super) fn build(i: Inputs) -> StudyReport {
         .collect();
     variants.extend(i.skipped.iter().map(|(cfg, why)| VariantReport {
         info: cfg.info(),
-        status: "skipped".into(),
+        status: VariantStatus::Skipped,
         reason: Some(why.clone()),
         summary: None,
         latency: BTreeMap::new(),
@@ -237,7 +238,7 @@ pub(super) fn build(i: Inputs) -> StudyReport {
     StudyReport {
         study_id: i.id,
         name: i.study.name.clone(),
-        status: i.status.into(),
+        status: i.status,
         cause: i.cause,
         started_at: i.started_at,
         finished_at: super::now(),
