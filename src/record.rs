@@ -204,6 +204,14 @@ impl RunRecord {
             std::fs::read_to_string(path).with_context(|| format!("cannot read run record {}", path.display()))?;
         serde_json::from_str(&text).with_context(|| format!("unreadable run record {}", path.display()))
     }
+
+    /// An interleaved run's records, one per variant.
+    pub fn read_all(path: &std::path::Path) -> anyhow::Result<Vec<Self>> {
+        use anyhow::Context;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("cannot read run records {}", path.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("unreadable run records {}", path.display()))
+    }
 }
 
 #[cfg(test)]

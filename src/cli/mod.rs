@@ -150,6 +150,7 @@ impl DbArgs {
             data_dir: self.data_dir.clone(),
             server_settings: self.server_setting.clone(),
             limits: None,
+            inject_delay: std::time::Duration::ZERO,
         }
     }
 }

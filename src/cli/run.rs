@@ -88,7 +88,7 @@ pub fn main(args: RunArgs) -> Result<ExitCode> {
 impl RunArgs {
     fn spec(self) -> RunSpec {
         RunSpec {
-            db: self.db.flags(self.cold),
+            db: crate::run::DbSpec { inject_delay: self.inject_delay, ..self.db.flags(self.cold) },
             pacing: PacingSpec {
                 threads: self.threads,
                 duration: self.duration,
@@ -98,7 +98,6 @@ impl RunArgs {
                 random_sleep: self.random_sleep,
                 ramp_rate: self.ramp_rate,
                 report_interval: self.report_interval,
-                inject_delay: self.inject_delay,
             },
             instances: self.instances,
             cold: self.cold,
@@ -111,6 +110,8 @@ impl RunArgs {
             json: self.json,
             store: !self.no_store,
             keep_db: self.keep_db,
+            interleave: vec![],
+            slice: std::time::Duration::from_secs(1),
         }
     }
 }

@@ -3,6 +3,8 @@
 
 mod build;
 mod instances;
+mod interleave;
+mod slices;
 pub mod spec;
 mod summary;
 
@@ -21,8 +23,8 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
-/// Writes the record to the `--json` file.
-fn write_record(mut f: std::fs::File, spec: &RunSpec, record: &RunRecord) -> Result<()> {
+/// Writes the record (or an interleaved run's records) to the `--json` file.
+fn write_record(mut f: std::fs::File, spec: &RunSpec, record: &impl serde::Serialize) -> Result<()> {
     serde_json::to_writer_pretty(&mut f, record)?;
     writeln!(f)?;
     if let Some(path) = &spec.json {
@@ -34,6 +36,9 @@ fn write_record(mut f: std::fs::File, spec: &RunSpec, record: &RunRecord) -> Res
 /// Runs `spec`: builds the pristine database if missing, measures on fresh copies, prints
 /// the summary, writes the record and stores it.
 pub fn run(spec: &RunSpec) -> Result<ExitCode> {
+    if !spec.interleave.is_empty() {
+        return interleave::run(spec);
+    }
     spec.check()?;
     if let Some(w) = spec.ramp_warning() {
         eprintln!("{w}");
@@ -51,18 +56,7 @@ pub fn run(spec: &RunSpec) -> Result<ExitCode> {
                 let _ = store.add_failed_run(None, &spec.db.workload.name, &format!("{e:#}"));
             }
             if let Some(f) = json_out {
-                let status = if interrupted { RunStatus::Interrupted } else { RunStatus::Failed(format!("{e:#}")) };
-                let workload = crate::workloads::by_name(&spec.db.workload)?;
-                let (headline, measures) = (workload.headline(None), workload.measures(None));
-                let record = RunRecord::standalone(
-                    &spec.db.workload.name,
-                    status,
-                    workload.params(),
-                    headline,
-                    measures,
-                    json!({}),
-                );
-                write_record(f, spec, &record)?;
+                write_record(f, spec, &failed_record(spec, &e)?)?;
             }
             return Err(e);
         }
@@ -81,6 +75,17 @@ pub fn run(spec: &RunSpec) -> Result<ExitCode> {
         eprintln!("run database kept as {dest}");
     }
     Ok(exit_code(&record))
+}
+
+/// The record of a run that could not start: failed with `e`, or interrupted.
+fn failed_record(spec: &RunSpec, e: &anyhow::Error) -> Result<RunRecord> {
+    let status = match e.is::<crate::interrupt::Interrupted>() {
+        true => RunStatus::Interrupted,
+        false => RunStatus::Failed(format!("{e:#}")),
+    };
+    let workload = crate::workloads::by_name(&spec.db.workload)?;
+    let (headline, measures) = (workload.headline(None), workload.measures(None));
+    Ok(RunRecord::standalone(&spec.db.workload.name, status, workload.params(), headline, measures, json!({})))
 }
 
 /// Everything a run needs before it measures: the target (a managed server started), the
@@ -129,6 +134,7 @@ impl SetUp {
     /// also returns the workload's own summary lines.
     fn measure(&mut self, spec: &RunSpec) -> Result<(RunRecord, Vec<String>)> {
         let mut pacing = spec.pacing.pacing(spec.db.workload.seed);
+        pacing.injected_delay = spec.db.inject_delay;
         self.instances[0].0.adjust_pacing(&mut pacing);
         let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
         let bar = ProgressBar::with_draw_target(Some(pacing.warmup.as_secs()), ProgressDrawTarget::stderr());
@@ -162,7 +168,7 @@ impl SetUp {
                     let (pacing, sampler, bar, start) = (&pacing, &sampler, &bar, &start);
                     s.spawn(move || {
                         start.wait();
-                        measure(w.as_ref(), copy.as_ref(), meta, pacing, sampler, (i == 0).then_some(bar))
+                        measure(w.as_ref(), copy.as_ref(), meta, pacing, sampler, (i == 0).then_some(bar), None)
                     })
                 })
                 .collect();
@@ -265,7 +271,9 @@ fn exit_code(record: &RunRecord) -> ExitCode {
 
 /// Drives one instance's workload on its database: the driver, the window counter read
 /// over its own connection at both ends of the window (as HammerDB's monitor reads TPC-C's
-/// next order ids), and the telemetry window marks.
+/// next order ids), and the telemetry window marks. With a `turn` (an interleaved run's
+/// slices and this variant's place in them) its workers take turns with the other
+/// variants', and its elapsed time is its own slices' time inside the window.
 fn measure(
     workload: &dyn crate::workloads::Workload,
     db: &dyn crate::targets::Database,
@@ -273,40 +281,53 @@ fn measure(
     pacing: &Pacing,
     sampler: &crate::telemetry::Sampler,
     bar: Option<&ProgressBar>,
+    turn: Option<(&slices::Slices, usize)>,
 ) -> driver::RunResult {
     let mut counter = Counter { start: None, end: None, error: None };
-    let mut result =
-        driver::run(pacing, workload.operations(), &|i| workload.worker(db, meta, i), &mut |event| match event {
-            Event::Tick { done, of, warmup } => {
-                if let Some(bar) = bar {
-                    bar.set_prefix(match (warmup, pacing.iterations) {
-                        (true, _) => "warmup s",
-                        (false, None) => "measure s",
-                        (false, Some(_)) => "units",
-                    });
-                    bar.set_length(of);
-                    bar.set_position(done.min(of));
-                }
+    let mut window = (None, None);
+    let make_worker = |i| -> Result<Box<dyn driver::Worker + '_>> {
+        let inner = workload.worker(db, meta, i)?;
+        Ok(match turn {
+            Some((slices, variant)) => Box::new(slices::Sliced { inner, slices, variant }),
+            None => inner,
+        })
+    };
+    let mut result = driver::run(pacing, workload.operations(), &make_worker, &mut |event| match event {
+        Event::Tick { done, of, warmup } => {
+            if let Some(bar) = bar {
+                bar.set_prefix(match (warmup, pacing.iterations) {
+                    (true, _) => "warmup s",
+                    (false, None) => "measure s",
+                    (false, Some(_)) => "units",
+                });
+                bar.set_length(of);
+                bar.set_position(done.min(of));
             }
-            Event::Interval { sample, warmup } => {
-                if let Some(bar) = bar {
-                    bar.set_message(format!("{:.0}/min", sample.per_min));
-                    let prefix = if warmup { "warmup " } else { "" };
-                    bar.suspend(|| eprintln!("{prefix}{}", workload.interval_line(sample)));
-                }
+        }
+        Event::Interval { sample, warmup } => {
+            if let Some(bar) = bar {
+                bar.set_message(format!("{:.0}/min", sample.per_min));
+                let prefix = if warmup { "warmup " } else { "" };
+                bar.suspend(|| eprintln!("{prefix}{}", workload.interval_line(sample)));
             }
-            Event::WindowStart { after_warmup } => {
-                if let (true, Some(bar)) = (after_warmup, bar) {
-                    bar.suspend(|| eprintln!("Stats reset"));
-                }
-                sampler.window_start();
-                counter.start = counter.read(workload, db);
+        }
+        Event::WindowStart { after_warmup } => {
+            if let (true, Some(bar)) = (after_warmup, bar) {
+                bar.suspend(|| eprintln!("Stats reset"));
             }
-            Event::WindowEnd => {
-                sampler.window_end();
-                counter.end = counter.read(workload, db);
-            }
-        });
+            window.0 = Some(std::time::Instant::now());
+            sampler.window_start();
+            counter.start = counter.read(workload, db);
+        }
+        Event::WindowEnd => {
+            window.1 = Some(std::time::Instant::now());
+            sampler.window_end();
+            counter.end = counter.read(workload, db);
+        }
+    });
+    if let (Some((slices, variant)), (Some(from), Some(to))) = (turn, window) {
+        result.elapsed_s = slices.active(variant, from, to).as_secs_f64();
+    }
     result.window_counter = counter.start.zip(counter.end).map(|(a, b)| b - a);
     if let (RunStatus::Completed, Some(e)) = (&result.status, counter.error) {
         result.status = RunStatus::Failed(format!("could not read the workload's counter in the database: {e}"));

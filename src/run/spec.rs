@@ -35,6 +35,9 @@ pub struct DbSpec {
     /// A study variant's control groups, and whose processes they limit.
     #[serde(default)]
     pub limits: Option<Limits>,
+    /// Test-only: a busy-wait in every unit (a known slowdown for verdict checks).
+    #[serde(default)]
+    pub inject_delay: Duration,
 }
 
 /// Control groups a run is limited by.
@@ -116,9 +119,6 @@ pub struct PacingSpec {
     /// Threads started per second during ramp-up.
     pub ramp_rate: f64,
     pub report_interval: Duration,
-    /// Test-only: a busy-wait in every unit.
-    #[serde(default)]
-    pub inject_delay: Duration,
 }
 
 impl Default for PacingSpec {
@@ -132,7 +132,6 @@ impl Default for PacingSpec {
             random_sleep: None,
             ramp_rate: 10.0,
             report_interval: Duration::from_secs(10),
-            inject_delay: Duration::ZERO,
         }
     }
 }
@@ -155,7 +154,7 @@ impl PacingSpec {
             iterations: self.iterations,
             report_interval: self.report_interval,
             seed,
-            injected_delay: self.inject_delay,
+            injected_delay: Duration::ZERO,
         }
     }
 }
@@ -197,6 +196,17 @@ pub struct RunSpec {
     pub store: bool,
     /// Keep the (first) run database under this name instead of deleting it.
     pub keep_db: Option<String>,
+    /// Other variants' databases measured in the same run, taking turns with `db` in slices
+    /// (see `run::slices`); the run then writes one record per variant, `db`'s first.
+    #[serde(default)]
+    pub interleave: Vec<DbSpec>,
+    /// The length of one slice of an interleaved run.
+    #[serde(default = "default_slice")]
+    pub slice: Duration,
+}
+
+fn default_slice() -> Duration {
+    Duration::from_secs(1)
 }
 
 impl RunSpec {
@@ -211,7 +221,24 @@ impl RunSpec {
             json: None,
             store: false,
             keep_db: None,
+            interleave: vec![],
+            slice: default_slice(),
         }
+    }
+
+    /// The run of each interleaved variant on its own: `db` first, then `interleave`.
+    pub fn sides(&self) -> Vec<RunSpec> {
+        std::iter::once(&self.db)
+            .chain(&self.interleave)
+            .map(|db| RunSpec {
+                db: db.clone(),
+                interleave: vec![],
+                json: None,
+                store: false,
+                keep_db: None,
+                ..self.clone()
+            })
+            .collect()
     }
 
     /// Checks everything that can be checked before a run starts; errors name the flag.
@@ -291,6 +318,7 @@ mod tests {
                 data_dir: None,
                 server_settings: vec![],
                 limits: Some(Limits { groups: vec!["/sys/fs/cgroup/x".into()], applies_to: LimitScope::Server }),
+                inject_delay: Duration::ZERO,
             },
             pacing: PacingSpec { threads: 4, duration: Some(Duration::from_secs(5)), ..Default::default() },
             instances: 1,
@@ -299,6 +327,8 @@ mod tests {
             json: None,
             store: false,
             keep_db: None,
+            interleave: vec![],
+            slice: Duration::from_secs(1),
         }
     }
 

@@ -54,6 +54,7 @@ fn db_spec(ctx: &Context, p: &Prepared, w: &WorkloadConfig) -> Result<DbSpec> {
         data_dir,
         server_settings: settings.chain(p.server_settings.iter().cloned()).collect(),
         limits: None,
+        inject_delay: p.inject_delay,
     })
 }
 
@@ -204,6 +205,69 @@ fn run_child(
         crate::sys::cgroup::join_on_spawn(&mut cmd, &p.cgroups)?;
     }
     let spec = RunSpec {
+        // SQLite's run copy is kept so the canary scan also sees what a run wrote (a server's
+        // data directory already holds the pristine database, its logs and WAL).
+        keep_db: (keep_for_scan && ctx.study.target.engine == Engine::Sqlite)
+            .then(|| p.data_dir.join(SCAN_COPY).display().to_string()),
+        ..run_spec(ctx, db, w, &json)?
+    };
+    cmd.arg("run").arg("--spec").arg(spec_file(ctx, &name, &spec)?).envs(p.env.iter().map(|(k, v)| (k, v)));
+    finish(cmd, log, &json, &log_path)
+}
+
+/// Whether a variant can share a run process with others: it needs no environment of its
+/// own (AES-NI masking) and no control group (limits apply to whole processes).
+pub fn can_share(p: &Prepared) -> bool {
+    p.env.is_empty() && p.cgroups.is_empty()
+}
+
+/// One run of several variants interleaved in slices (see `run::slices`); returns each
+/// variant's record, in the order given. Every variant must be in force before and after.
+pub fn run_interleaved(
+    ctx: &Context,
+    sides: &[(&VariantConfig, &Prepared)],
+    w: &WorkloadConfig,
+    tag: &str,
+    slice: Duration,
+) -> Vec<Result<RunRecord>> {
+    let ran = (|| -> Result<Vec<RunRecord>> {
+        for (_, p) in sides {
+            p.ensure_in_force()?;
+        }
+        let names: Vec<&str> = sides.iter().map(|(v, _)| v.name.as_str()).collect();
+        let name = format!("{tag}-{}-{}", names.join("+"), slug(&w.label()));
+        let json = ctx.out.join("runs").join(format!("{name}.json"));
+        let (log_path, log) = log_file(ctx, &format!("{name}.log"))?;
+        let mut dbs = sides.iter().map(|(_, p)| db_spec(ctx, p, w)).collect::<Result<Vec<_>>>()?;
+        let first = dbs.remove(0);
+        let spec = RunSpec { interleave: dbs, slice, ..run_spec(ctx, first, w, &json)? };
+        let mut cmd = Command::new(ctx.exe);
+        cmd.arg("run").arg("--spec").arg(spec_file(ctx, &name, &spec)?);
+        let status = wait(cmd, log)?;
+        match std::fs::metadata(&json) {
+            Ok(m) if m.len() > 0 => RunRecord::read_all(&json),
+            _ => bail!("the interleaved run produced no record ({status}): {}", tail(&log_path)),
+        }
+    })();
+    match ran {
+        Err(e) => sides.iter().map(|_| Err(anyhow::anyhow!("{e:#}"))).collect(),
+        Ok(records) => records
+            .into_iter()
+            .zip(sides)
+            .map(|(mut record, (_, p))| {
+                if let Err(e) = p.ensure_in_force() {
+                    record.status =
+                        RunStatus::Failed(format!("{e:#} (checked after the run); its figures are not counted"));
+                }
+                Ok(record)
+            })
+            .collect(),
+    }
+}
+
+/// A measured run of `db` with the study's pacing for `w`, its record written to `json`.
+fn run_spec(ctx: &Context, db: DbSpec, w: &WorkloadConfig, json: &Path) -> Result<RunSpec> {
+    Ok(RunSpec {
         db,
         pacing: PacingSpec {
             threads: w.threads,
@@ -216,7 +280,6 @@ fn run_child(
             ramp_rate: w.ramp_rate,
             // About a dozen samples per run for the over-time chart, at least 1 s apart.
             report_interval: (w.duration / 12).clamp(Duration::from_secs(1), Duration::from_secs(10)),
-            inject_delay: p.inject_delay,
         },
         instances: w.instances,
         cold: w.cold,
@@ -225,15 +288,12 @@ fn run_child(
             idle_power: ctx.study.idle_power,
             ..TelemetrySpec::default()
         },
-        json: Some(json.clone()),
+        json: Some(json.to_path_buf()),
         store: false,
-        // A server's data directory already holds the pristine database, its logs and WAL;
-        // SQLite's run copy is kept so the scan also sees what a run wrote.
-        keep_db: (keep_for_scan && ctx.study.target.engine == Engine::Sqlite)
-            .then(|| p.data_dir.join(SCAN_COPY).display().to_string()),
-    };
-    cmd.arg("run").arg("--spec").arg(spec_file(ctx, &name, &spec)?).envs(p.env.iter().map(|(k, v)| (k, v)));
-    finish(cmd, log, &json, &log_path)
+        keep_db: None,
+        interleave: vec![],
+        slice: Duration::from_secs(1),
+    })
 }
 
 /// Waits for a child run and reads its record back.

@@ -41,6 +41,11 @@ pub struct StudyFile {
     /// With a power source, idle power is read this long before each run's load.
     #[serde(default = "default_idle_power", deserialize_with = "duration")]
     pub idle_power: Duration,
+    /// Measure the variants that can share a process in one run per block, taking turns
+    /// in slices this long (e.g. "250ms"), so they share the machine's noise. Variants with
+    /// limits or AES-NI masked, and the first block (which scans for plaintext), run alone.
+    #[serde(default, deserialize_with = "optional_duration")]
+    pub interleave: Option<Duration>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -164,6 +169,12 @@ impl WorkloadConfig {
         })
     }
 
+    /// Whether variants can take turns on this workload within one run: a throughput
+    /// workload over a timed window (not a fixed amount of work, not several instances).
+    pub fn interleaves(&self) -> bool {
+        matches!(self.name.as_str(), "ds2" | "tpcb" | "tpcc") && self.iterations.is_none() && self.instances <= 1
+    }
+
     /// Whether a pilot run must calibrate this workload before the blocks (bignw without
     /// fixed iterations per unit).
     pub fn needs_calibration(&self) -> bool {
@@ -265,6 +276,7 @@ impl StudyFile {
             variants,
             power,
             idle_power: default_idle_power(),
+            interleave: None,
         }
     }
 

@@ -140,6 +140,10 @@ fn run_blocks(
         }
         let t = Instant::now();
         let order = block_order(&active, workloads.len(), study.seed ^ (block as u64) << 20);
+        let mut shared = match study.interleave.filter(|_| block > first) {
+            Some(slice) => interleaved(&ctx, &active, &workloads, block, slice),
+            None => BTreeMap::new(),
+        };
         for (wi, i) in order {
             let a = &mut active[i];
             if a.failed.is_some() {
@@ -149,7 +153,10 @@ fn run_blocks(
             // The canary scan follows the variant's first run (of any workload).
             // The cipher benchmark works in memory and leaves nothing at rest to scan.
             let scan = block == first && w.name != "cipher" && !canaries.iter().any(|c| c.variant == a.cfg.name);
-            let result = child::run(&ctx, &a.cfg, &a.prepared, w, &format!("block{:02}", block + 1), scan);
+            let result = match shared.remove(&(wi, i)) {
+                Some(result) => result,
+                None => child::run(&ctx, &a.cfg, &a.prepared, w, &format!("block{:02}", block + 1), scan),
+            };
             let at = Placement { study: id, block, variant: &a.cfg.name, workload: &w.label() };
             let (row, record) = record_run(store, at, w, result)?;
             if let Some(cause) = row.cause.clone().filter(|_| row.status == Status::Failed) {
@@ -293,6 +300,30 @@ fn block_order(active: &[Active], workloads: usize, seed: u64) -> Vec<(usize, us
         order.extend(vs.into_iter().map(|v| (w, v)));
     }
     order
+}
+
+/// Runs each timed workload's shareable variants in one interleaved run; returns their
+/// results by (workload, variant). The others run alone in the block as usual.
+fn interleaved(
+    ctx: &child::Context,
+    active: &[Active],
+    workloads: &[file::WorkloadConfig],
+    block: usize,
+    slice: Duration,
+) -> BTreeMap<(usize, usize), Result<RunRecord>> {
+    let mut out = BTreeMap::new();
+    for (wi, w) in workloads.iter().enumerate().filter(|(_, w)| w.interleaves()) {
+        let group: Vec<usize> = (0..active.len())
+            .filter(|&i| active[i].failed.is_none() && child::can_share(&active[i].prepared))
+            .collect();
+        if group.len() < 2 || interrupt::interrupted() {
+            continue;
+        }
+        let sides: Vec<_> = group.iter().map(|&i| (&active[i].cfg, &active[i].prepared)).collect();
+        let results = child::run_interleaved(ctx, &sides, w, &format!("block{:02}", block + 1), slice);
+        out.extend(group.into_iter().map(|i| (wi, i)).zip(results));
+    }
+    out
 }
 
 /// Calibrates workloads that need it (bignw's iterations per unit) with one pilot run on

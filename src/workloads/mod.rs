@@ -91,6 +91,7 @@ pub trait Workload: Send + Sync {
 /// Which workload, and the parameters every workload may use; each takes what applies
 /// to it. Built once from the command line or a study file, and handed to child runs whole.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct WorkloadSpec {
     pub name: String,
     /// The workload's size, in its own terms; `None` takes the workload's default.

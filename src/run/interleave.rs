@@ -1,0 +1,112 @@
+//! An interleaved run: every variant's database set up at once, their workers taking
+//! turns in slices ([`super::slices`]), one record per variant. The study's precision comes
+//! from here: two variants measured in the same seconds share the machine's noise.
+
+use super::slices::Slices;
+use super::{exit_code, keep_in_store, measure, write_record, RunSpec, SetUp};
+use crate::driver::{self, RunStatus};
+use crate::record::RunRecord;
+use crate::store::Store;
+use crate::sys::create_output;
+use anyhow::Result;
+use indicatif::ProgressBar;
+use std::process::ExitCode;
+use std::time::{Instant, SystemTime};
+
+/// Runs `spec`'s variants interleaved; the `--json` file holds their records as an array,
+/// `spec.db`'s first.
+pub fn run(spec: &RunSpec) -> Result<ExitCode> {
+    let sides = spec.sides();
+    for side in &sides {
+        side.check()?;
+    }
+    if spec.instances > 1 {
+        anyhow::bail!("an interleaved run measures one database per variant; it cannot also run --instances");
+    }
+    let json_out = spec.json.as_deref().map(create_output).transpose()?;
+    let mut store = spec.store.then(|| Store::open(&crate::store::default_path())).transpose()?;
+    let mut sets = Vec::new();
+    for side in &sides {
+        match SetUp::new(side) {
+            Ok(set) => sets.push(set),
+            Err(e) => {
+                if let Some(f) = json_out {
+                    let records: Vec<RunRecord> =
+                        sides.iter().map(|s| super::failed_record(s, &e)).collect::<Result<_>>()?;
+                    write_record(f, spec, &records)?;
+                }
+                return Err(e);
+            }
+        }
+    }
+    let records = measure_all(spec, &sides, &mut sets)?;
+    for r in &records {
+        super::summary::print(r, &[]);
+    }
+    if let Some(f) = json_out {
+        write_record(f, spec, &records)?;
+    }
+    if let Some(store) = &mut store {
+        for r in &records {
+            keep_in_store(store, r, spec.json.as_deref())?;
+        }
+    }
+    // The worst outcome decides: a failed or interrupted side fails the comparison.
+    let worst = records.iter().find(|r| r.status != RunStatus::Completed).unwrap_or(&records[0]);
+    Ok(exit_code(worst))
+}
+
+/// Drives every side at once in slices; returns each side's record.
+fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &mut [SetUp]) -> Result<Vec<RunRecord>> {
+    let seed = spec.db.workload.seed;
+    let pacings: Vec<driver::Pacing> = sides
+        .iter()
+        .zip(sets.iter())
+        .map(|(side, set)| {
+            let mut p = side.pacing.pacing(seed);
+            p.injected_delay = side.db.inject_delay;
+            set.instances[0].0.adjust_pacing(&mut p);
+            p
+        })
+        .collect();
+    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let watch = sets[0].target.watch();
+    let sampler = crate::telemetry::Sampler::start(crate::telemetry::Options {
+        interval: spec.telemetry.sample_interval,
+        power: spec.telemetry.power.clone(),
+        idle: spec.telemetry.idle_power,
+        dirs: watch.dirs,
+        server_pid_file: watch.server_pid_file,
+        server_note: watch.note,
+        peak_minutes: spec.telemetry.peak_minutes,
+    })?;
+    // The slices start where the measured window does; the warm-up alternates too.
+    let slices = Slices::new(sets.len(), spec.slice, Instant::now() + pacings[0].warmup, seed);
+    let bar = ProgressBar::hidden();
+    let results: Vec<driver::RunResult> = std::thread::scope(|s| {
+        let handles: Vec<_> = sets
+            .iter()
+            .zip(&pacings)
+            .enumerate()
+            .map(|(i, (set, pacing))| {
+                let (sampler, slices, bar) = (&sampler, &slices, &bar);
+                let (w, copy) = &set.instances[0];
+                s.spawn(move || {
+                    let bar = (i == 0).then_some(bar);
+                    measure(w.as_ref(), copy.as_ref(), &set.meta, pacing, sampler, bar, Some((slices, i)))
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+    });
+    // The machine during the run, which every side shared.
+    let telemetry = sampler.finish(None);
+    let mut records = Vec::new();
+    for ((set, result), pacing) in sets.iter().zip(results).zip(&pacings) {
+        let (mut side, _) = set.records(vec![result], pacing, &started_at);
+        let mut record = side.remove(0);
+        record.telemetry = Some(telemetry.clone());
+        records.push(record);
+    }
+    Ok(records)
+}
