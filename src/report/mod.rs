@@ -219,7 +219,7 @@ pub(crate) mod sample {
     pub fn report() -> StudyReport {
         let base = [100.0, 102.0, 98.0, 101.0, 99.0, 100.0];
         let enc = [90.0, 91.0, 88.0, 92.0, 89.0, 90.5];
-        let est = paired_ratio(&base, &enc, 1);
+        let est = paired_ratio(&base, &enc, 1, 0.95);
         let info = |n: &str| VariantInfo {
             name: n.into(),
             layer: "none".into(),
@@ -273,7 +273,7 @@ pub(crate) mod sample {
             variants: vec![v("plain", &base), v("sqlcipher", &enc), skipped],
             comparisons: vec![Comparison {
                 variant: "sqlcipher".into(),
-                verdict: verdict(&est, true),
+                verdict: verdict(&est, true, &Default::default()),
                 estimate: est.clone(),
             }],
             measures: vec![MeasureReport {
@@ -286,7 +286,7 @@ pub(crate) mod sample {
                 summaries: vec![("plain".into(), summarize(&base)), ("sqlcipher".into(), summarize(&enc))],
                 comparisons: vec![Comparison {
                     variant: "sqlcipher".into(),
-                    verdict: verdict(&est, true),
+                    verdict: verdict(&est, true, &Default::default()),
                     estimate: est,
                 }],
             }],

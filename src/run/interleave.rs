@@ -40,6 +40,12 @@ pub fn run(spec: &RunSpec) -> Result<ExitCode> {
         }
     }
     let records = measure_all(spec, &sides, &mut sets)?;
+    for (side, set) in sides.iter().zip(sets.iter_mut()) {
+        if let Some(dest) = &side.keep_db {
+            let (_, copy) = set.instances.swap_remove(0);
+            copy.keep(dest)?;
+        }
+    }
     for r in &records {
         super::summary::print(r, &[]);
     }

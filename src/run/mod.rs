@@ -9,7 +9,7 @@ pub mod spec;
 mod summary;
 
 pub use build::{build, ensure_built};
-pub use spec::{DbSpec, LimitScope, Limits, PacingSpec, RunSpec, TelemetrySpec};
+pub use spec::{DbSpec, LimitScope, Limits, PacingSpec, RunSpec, Side, TelemetrySpec};
 
 use crate::driver::{self, Event, Pacing, RunStatus};
 use crate::host::Env;

@@ -199,10 +199,19 @@ pub struct RunSpec {
     /// Other variants' databases measured in the same run, taking turns with `db` in slices
     /// (see `run::slices`); the run then writes one record per variant, `db`'s first.
     #[serde(default)]
-    pub interleave: Vec<DbSpec>,
+    pub interleave: Vec<Side>,
     /// The length of one slice of an interleaved run.
     #[serde(default = "default_slice")]
     pub slice: Duration,
+}
+
+/// Another variant in an interleaved run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Side {
+    pub db: DbSpec,
+    /// Keep this side's run database under this name instead of deleting it.
+    #[serde(default)]
+    pub keep_db: Option<String>,
 }
 
 fn default_slice() -> Duration {
@@ -228,14 +237,15 @@ impl RunSpec {
 
     /// The run of each interleaved variant on its own: `db` first, then `interleave`.
     pub fn sides(&self) -> Vec<RunSpec> {
-        std::iter::once(&self.db)
+        let first = Side { db: self.db.clone(), keep_db: self.keep_db.clone() };
+        std::iter::once(&first)
             .chain(&self.interleave)
-            .map(|db| RunSpec {
-                db: db.clone(),
+            .map(|side| RunSpec {
+                db: side.db.clone(),
+                keep_db: side.keep_db.clone(),
                 interleave: vec![],
                 json: None,
                 store: false,
-                keep_db: None,
                 ..self.clone()
             })
             .collect()

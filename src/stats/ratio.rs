@@ -4,8 +4,11 @@
 //! thermal state) cancels in the per-block ratio. The estimate is the geometric mean of the
 //! per-block ratios, with a t-interval on the log ratios (Kalibera & Jones; research
 //! statistics.md 5.3) and a percentile bootstrap over blocks as a distribution-free check.
+//! The test is Wilcoxon's signed-rank test where it can reach significance, and the paired
+//! t-test on the log ratios below that (a seed-shaped study of three long runs still gets
+//! an honest answer, with its true, wide interval).
 
-use super::{mean, sd, signed_rank_p, t_critical};
+use super::{fewest_for_significance, mean, sd, signed_rank_p, t_critical_at, t_test_p};
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
@@ -18,12 +21,23 @@ pub struct RatioEstimate {
     pub n: usize,
     /// Geometric mean of variant / baseline over blocks.
     pub ratio: f64,
-    /// 95% t-interval of the ratio (from the log ratios).
+    /// t-interval of the ratio (from the log ratios) at the study's confidence.
     pub ci: (f64, f64),
-    /// 95% percentile bootstrap interval of the ratio.
+    /// Percentile bootstrap interval of the ratio at the same confidence.
     pub bootstrap_ci: (f64, f64),
-    /// Two-sided Wilcoxon signed-rank p-value of the log ratios.
+    /// Two-sided p-value of the log ratios under `test`.
     pub p_value: f64,
+    #[serde(default)]
+    pub test: Test,
+}
+
+/// Which paired test gave the p-value.
+#[derive(Clone, Copy, Debug, Default, Serialize, serde::Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Test {
+    #[default]
+    SignedRank,
+    PairedT,
 }
 
 impl RatioEstimate {
@@ -33,32 +47,38 @@ impl RatioEstimate {
     }
 }
 
-/// Compares `variant` to `baseline`, block by block (equal lengths, positive values).
-/// `seed` makes the bootstrap reproducible.
-pub fn paired_ratio(baseline: &[f64], variant: &[f64], seed: u64) -> RatioEstimate {
+/// Compares `variant` to `baseline`, block by block (equal lengths, positive values), with
+/// intervals at `confidence`. `seed` makes the bootstrap reproducible.
+pub fn paired_ratio(baseline: &[f64], variant: &[f64], seed: u64, confidence: f64) -> RatioEstimate {
     assert_eq!(baseline.len(), variant.len(), "paired samples must have equal lengths");
     assert!(!baseline.is_empty(), "need at least one block");
     let d: Vec<f64> = baseline.iter().zip(variant).map(|(b, v)| (v / b).ln()).collect();
     let n = d.len();
     let m = mean(&d);
-    let half = if n < 2 { f64::INFINITY } else { t_critical((n - 1) as f64) * sd(&d) / (n as f64).sqrt() };
+    let half = if n < 2 { f64::INFINITY } else { t_critical_at((n - 1) as f64, confidence) * sd(&d) / (n as f64).sqrt() };
+    let test = if n >= fewest_for_significance(1.0 - confidence) { Test::SignedRank } else { Test::PairedT };
     RatioEstimate {
         n,
         ratio: m.exp(),
         ci: ((m - half).exp(), (m + half).exp()),
-        bootstrap_ci: bootstrap(&d, seed),
-        p_value: signed_rank_p(&d),
+        bootstrap_ci: bootstrap(&d, seed, confidence),
+        p_value: match test {
+            Test::SignedRank => signed_rank_p(&d),
+            Test::PairedT => t_test_p(&d),
+        },
+        test,
     }
 }
 
-fn bootstrap(d: &[f64], seed: u64) -> (f64, f64) {
+fn bootstrap(d: &[f64], seed: u64, confidence: f64) -> (f64, f64) {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let n = d.len();
     let mut means: Vec<f64> =
         (0..RESAMPLES).map(|_| (0..n).map(|_| d[rng.random_range(0..n)]).sum::<f64>() / n as f64).collect();
     means.sort_by(f64::total_cmp);
     let at = |q: f64| means[((q * RESAMPLES as f64) as usize).min(RESAMPLES - 1)].exp();
-    (at(0.025), at(0.975))
+    let tail = (1.0 - confidence) / 2.0;
+    (at(tail), at(1.0 - tail))
 }
 
 #[cfg(test)]
@@ -73,11 +93,14 @@ mod tests {
         // = [0.900782, 0.967796].
         let b = [100.0, 200.0, 150.0, 120.0, 80.0];
         let v = [90.0, 190.0, 138.0, 116.4, 74.4];
-        let r = paired_ratio(&b, &v, 1);
+        let r = paired_ratio(&b, &v, 1, 0.95);
         assert!((r.ratio - 0.933688).abs() < 1e-5, "{r:?}");
         assert!((r.ci.0 - 0.900782).abs() < 1e-5 && (r.ci.1 - 0.967796).abs() < 1e-5, "{r:?}");
-        // All five blocks slower: exact signed-rank p = 2 / 2^5.
-        assert!((r.p_value - 0.0625).abs() < 1e-12);
+        // Five blocks are too few for the signed-rank test at 95%: the paired t-test decides.
+        // t = -5.309566 on 4 df; p = I_{4/(4+t^2)}(2, 1/2) = 0.006048 (the regularized
+        // incomplete beta by Numerical Recipes' continued fraction, computed apart from statrs).
+        assert_eq!(r.test, Test::PairedT);
+        assert!((r.p_value - 0.006048).abs() < 1e-5, "{r:?}");
         assert!(r.bootstrap_ci.0 >= 0.9 - 1e-9 && r.bootstrap_ci.1 <= 0.97 + 1e-9);
         assert!(r.bootstrap_ci.0 < r.ratio && r.ratio < r.bootstrap_ci.1);
     }
@@ -87,7 +110,7 @@ mod tests {
         // The machine gets 10x faster between blocks; the variant is always 5% slower.
         let b: Vec<f64> = (0..8).map(|i| 100.0 * 10f64.powi(i % 2)).collect();
         let v: Vec<f64> = b.iter().map(|x| x * 0.95).collect();
-        let r = paired_ratio(&b, &v, 2);
+        let r = paired_ratio(&b, &v, 2, 0.95);
         assert!((r.ratio - 0.95).abs() < 1e-12 && r.relative_half_width() < 1e-9);
     }
 
@@ -95,6 +118,6 @@ mod tests {
     fn bootstrap_is_reproducible_per_seed() {
         let b = [1.0, 1.1, 0.9, 1.05, 0.97, 1.02];
         let v = [1.01, 1.0, 0.95, 1.1, 0.99, 1.0];
-        assert_eq!(paired_ratio(&b, &v, 7).bootstrap_ci, paired_ratio(&b, &v, 7).bootstrap_ci);
+        assert_eq!(paired_ratio(&b, &v, 7, 0.95).bootstrap_ci, paired_ratio(&b, &v, 7, 0.95).bootstrap_ci);
     }
 }

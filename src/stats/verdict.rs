@@ -4,11 +4,38 @@
 use super::RatioEstimate;
 use serde::Serialize;
 
-/// Significance level of the signed-rank test.
-pub const ALPHA: f64 = 0.05;
-/// Changes whose whole 95% interval lies within this of 1.0 are called noise (criterion's
-/// default noise threshold).
-pub const NOISE: f64 = 0.01;
+/// What it takes to call a change: the confidence of the interval and the test, and the
+/// practical threshold. A change is called only when it is significant and its whole
+/// interval lies beyond the threshold (criterion's default noise threshold is 1%).
+#[derive(Clone, Copy, Debug, Serialize, serde::Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Rules {
+    pub confidence: f64,
+    pub threshold: f64,
+}
+
+impl Default for Rules {
+    fn default() -> Self {
+        Self { confidence: super::CONFIDENCE, threshold: 0.01 }
+    }
+}
+
+impl Rules {
+    pub fn alpha(&self) -> f64 {
+        1.0 - self.confidence
+    }
+
+    /// Why the rules cannot be used, if they cannot.
+    pub fn problem(&self) -> Option<String> {
+        if !(0.5..1.0).contains(&self.confidence) {
+            return Some(format!("confidence = {} must be from 0.5 to below 1 (e.g. 0.95)", self.confidence));
+        }
+        if !(0.0..0.5).contains(&self.threshold) {
+            return Some(format!("threshold = {} must be from 0 to below 0.5 (0.01 = 1%)", self.threshold));
+        }
+        None
+    }
+}
 
 #[derive(Clone, Debug, Serialize, serde::Deserialize, PartialEq)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
@@ -17,10 +44,14 @@ pub enum Verdict {
     Slower {
         pct: f64,
         ci_pct: (f64, f64),
+        #[serde(default = "default_confidence")]
+        confidence: f64,
     },
     Faster {
         pct: f64,
         ci_pct: (f64, f64),
+        #[serde(default = "default_confidence")]
+        confidence: f64,
     },
     NoSignificantDifference {
         reason: String,
@@ -30,23 +61,34 @@ pub enum Verdict {
 impl std::fmt::Display for Verdict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Verdict::Slower { pct, ci_pct } => {
-                write!(f, "slower by {pct:.1}% [95% CI {:.1}%, {:.1}%]", ci_pct.0, ci_pct.1)
+            Verdict::Slower { pct, ci_pct, confidence } => {
+                write!(f, "slower by {pct:.1}% [{} CI {:.1}%, {:.1}%]", level(*confidence), ci_pct.0, ci_pct.1)
             }
-            Verdict::Faster { pct, ci_pct } => {
-                write!(f, "faster by {pct:.1}% [95% CI {:.1}%, {:.1}%]", ci_pct.0, ci_pct.1)
+            Verdict::Faster { pct, ci_pct, confidence } => {
+                write!(f, "faster by {pct:.1}% [{} CI {:.1}%, {:.1}%]", level(*confidence), ci_pct.0, ci_pct.1)
             }
             Verdict::NoSignificantDifference { reason } => write!(f, "no significant difference ({reason})"),
         }
     }
 }
 
+fn default_confidence() -> f64 {
+    super::CONFIDENCE
+}
+
+/// A confidence level as people write it: 0.95 as "95%", 0.995 as "99.5%".
+pub fn level(confidence: f64) -> String {
+    format!("{}%", (1000.0 * confidence).round() / 10.0)
+}
+
 /// `est` is variant / baseline of a metric; `higher_is_better` says which way is faster
 /// (true for throughput, false for latency or seconds).
-pub fn verdict(est: &RatioEstimate, higher_is_better: bool) -> Verdict {
-    if est.p_value >= ALPHA {
-        return Verdict::NoSignificantDifference { reason: format!("p = {:.3} >= {ALPHA}", est.p_value) };
+pub fn verdict(est: &RatioEstimate, higher_is_better: bool, rules: &Rules) -> Verdict {
+    let alpha = rules.alpha();
+    if est.p_value >= alpha {
+        return Verdict::NoSignificantDifference { reason: format!("p = {:.3} >= {alpha:.3}", est.p_value) };
     }
+    let noise = rules.threshold;
     // Express everything as "how much better": >1 is better for the variant.
     let (better, lo, hi) = if higher_is_better {
         (est.ratio, est.ci.0, est.ci.1)
@@ -54,16 +96,16 @@ pub fn verdict(est: &RatioEstimate, higher_is_better: bool) -> Verdict {
         (1.0 / est.ratio, 1.0 / est.ci.1, 1.0 / est.ci.0)
     };
     let pct = |x: f64| 100.0 * (x - 1.0).abs();
-    if hi < 1.0 - NOISE {
-        Verdict::Slower { pct: pct(better), ci_pct: (pct(hi), pct(lo)) }
-    } else if lo > 1.0 + NOISE {
-        Verdict::Faster { pct: pct(better), ci_pct: (pct(lo), pct(hi)) }
+    if hi < 1.0 - noise {
+        Verdict::Slower { pct: pct(better), ci_pct: (pct(hi), pct(lo)), confidence: rules.confidence }
+    } else if lo > 1.0 + noise {
+        Verdict::Faster { pct: pct(better), ci_pct: (pct(lo), pct(hi)), confidence: rules.confidence }
     } else {
         Verdict::NoSignificantDifference {
             reason: format!(
                 "p = {:.3}, but the interval reaches within {:.0}% of no change",
                 est.p_value,
-                100.0 * NOISE
+                100.0 * noise
             ),
         }
     }
@@ -74,26 +116,41 @@ mod tests {
     use super::*;
 
     fn est(ratio: f64, ci: (f64, f64), p: f64) -> RatioEstimate {
-        RatioEstimate { n: 8, ratio, ci, bootstrap_ci: ci, p_value: p }
+        RatioEstimate { n: 8, ratio, ci, bootstrap_ci: ci, p_value: p, test: Default::default() }
     }
 
     #[test]
     fn throughput_down_is_slower() {
-        let v = verdict(&est(0.90, (0.88, 0.92), 0.01), true);
+        let v = verdict(&est(0.90, (0.88, 0.92), 0.01), true, &Rules::default());
         assert_eq!(v.to_string(), "slower by 10.0% [95% CI 8.0%, 12.0%]");
     }
 
     #[test]
     fn latency_down_is_faster() {
-        let v = verdict(&est(0.80, (0.78, 0.82), 0.01), false);
-        let Verdict::Faster { pct, ci_pct } = v else { panic!("{v:?}") };
+        let v = verdict(&est(0.80, (0.78, 0.82), 0.01), false, &Rules::default());
+        let Verdict::Faster { pct, ci_pct, .. } = v else { panic!("{v:?}") };
         assert!((pct - 25.0).abs() < 1e-9 && ci_pct.0 < pct && pct < ci_pct.1);
     }
 
     #[test]
     fn insignificant_or_tiny_changes_are_no_difference() {
-        assert!(matches!(verdict(&est(0.90, (0.8, 1.0), 0.2), true), Verdict::NoSignificantDifference { .. }));
-        let v = verdict(&est(0.995, (0.992, 0.998), 0.01), true);
+        assert!(matches!(verdict(&est(0.90, (0.8, 1.0), 0.2), true, &Rules::default()), Verdict::NoSignificantDifference { .. }));
+        let v = verdict(&est(0.995, (0.992, 0.998), 0.01), true, &Rules::default());
         assert!(v.to_string().contains("within 1%"), "{v}");
+    }
+
+    #[test]
+    fn the_rules_set_the_threshold_and_the_confidence() {
+        let three_pct = est(0.97, (0.96, 0.98), 0.02);
+        assert!(matches!(verdict(&three_pct, true, &Rules::default()), Verdict::Slower { .. }));
+        let lenient = Rules { threshold: 0.05, ..Rules::default() };
+        assert!(verdict(&three_pct, true, &lenient).to_string().contains("within 5%"));
+        let strict = Rules { confidence: 0.99, ..Rules::default() };
+        assert!(verdict(&three_pct, true, &strict).to_string().contains("p = 0.020 >= 0.010"));
+        let v = verdict(&est(0.9, (0.85, 0.95), 0.001), true, &strict);
+        assert_eq!(v.to_string(), "slower by 10.0% [99% CI 5.0%, 15.0%]");
+        assert!(Rules { confidence: 1.0, ..Rules::default() }.problem().is_some());
+        assert!(Rules { threshold: -0.1, ..Rules::default() }.problem().is_some());
+        assert_eq!(level(0.995), "99.5%");
     }
 }

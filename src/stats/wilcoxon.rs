@@ -7,10 +7,12 @@ use statrs::distribution::{ContinuousCDF, Normal};
 /// used, as scipy does; above it the normal approximation is accurate.
 const EXACT_MAX_N: usize = 50;
 
-/// The fewest paired differences with which the exact test can reach p < 0.05: with n
+/// The fewest paired differences with which the exact test can reach p < `alpha`: with n
 /// differences the smallest two-sided p is 2 / 2^n (all of one sign), 0.0625 at n = 5 and
-/// 0.03125 at n = 6. A study with fewer blocks cannot call any difference significant.
-pub const MIN_N_FOR_SIGNIFICANCE: usize = 6;
+/// 0.03125 at n = 6 for alpha = 0.05. With fewer, the paired t-test decides instead.
+pub fn fewest_for_significance(alpha: f64) -> usize {
+    (1..64).find(|&n| 2.0 / 2f64.powi(n as i32) < alpha).unwrap_or(64)
+}
 
 /// Two-sided p-value of the signed-rank test that the differences are centred on zero.
 /// Zero differences are dropped (Wilcoxon's convention). Returns 1 when nothing is left.
@@ -83,8 +85,11 @@ mod tests {
     #[test]
     fn six_differences_are_the_fewest_that_can_be_significant() {
         let all_up = |n: usize| signed_rank_p(&(1..=n).map(|i| i as f64).collect::<Vec<_>>());
-        assert!(all_up(MIN_N_FOR_SIGNIFICANCE) < 0.05);
-        assert!(all_up(MIN_N_FOR_SIGNIFICANCE - 1) >= 0.05);
+        for alpha in [0.05, 0.01, 0.1] {
+            let n = fewest_for_significance(alpha);
+            assert!(all_up(n) < alpha && all_up(n - 1) >= alpha, "alpha {alpha}: {n}");
+        }
+        assert_eq!(fewest_for_significance(0.05), 6);
     }
 
     // Reference p-values from scipy.stats.wilcoxon (scipy 1.17, zero_method='wilcox'; the

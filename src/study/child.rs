@@ -7,7 +7,7 @@ use crate::driver::RunStatus;
 use crate::interrupt;
 use crate::record::RunRecord;
 use crate::report::CanaryResult;
-use crate::run::{DbSpec, LimitScope, Limits, PacingSpec, RunSpec, TelemetrySpec};
+use crate::run::{DbSpec, LimitScope, Limits, PacingSpec, RunSpec, Side, TelemetrySpec};
 use crate::targets::Engine;
 use crate::variants::{Prepared, VariantConfig};
 use anyhow::{bail, Context as _, Result};
@@ -205,14 +205,19 @@ fn run_child(
         crate::sys::cgroup::join_on_spawn(&mut cmd, &p.cgroups)?;
     }
     let spec = RunSpec {
-        // SQLite's run copy is kept so the canary scan also sees what a run wrote (a server's
-        // data directory already holds the pristine database, its logs and WAL).
-        keep_db: (keep_for_scan && ctx.study.target.engine == Engine::Sqlite)
-            .then(|| p.data_dir.join(SCAN_COPY).display().to_string()),
+        keep_db: scan_copy(ctx, p, keep_for_scan),
         ..run_spec(ctx, db, w, &json)?
     };
     cmd.arg("run").arg("--spec").arg(spec_file(ctx, &name, &spec)?).envs(p.env.iter().map(|(k, v)| (k, v)));
     finish(cmd, log, &json, &log_path)
+}
+
+/// Where a run keeps its database for the canary scan: SQLite's run copy is kept so the
+/// scan also sees what a run wrote (a server's data directory already holds the pristine
+/// database, its logs and WAL).
+fn scan_copy(ctx: &Context, p: &Prepared, keep_for_scan: bool) -> Option<String> {
+    (keep_for_scan && ctx.study.target.engine == Engine::Sqlite)
+        .then(|| p.data_dir.join(SCAN_COPY).display().to_string())
 }
 
 /// Whether a variant can share a run process with others: it needs no environment of its
@@ -229,6 +234,7 @@ pub fn run_interleaved(
     w: &WorkloadConfig,
     tag: &str,
     slice: Duration,
+    keep_for_scan: bool,
 ) -> Vec<Result<RunRecord>> {
     let ran = (|| -> Result<Vec<RunRecord>> {
         for (_, p) in sides {
@@ -238,9 +244,12 @@ pub fn run_interleaved(
         let name = format!("{tag}-{}-{}", names.join("+"), slug(&w.label()));
         let json = ctx.out.join("runs").join(format!("{name}.json"));
         let (log_path, log) = log_file(ctx, &format!("{name}.log"))?;
-        let mut dbs = sides.iter().map(|(_, p)| db_spec(ctx, p, w)).collect::<Result<Vec<_>>>()?;
-        let first = dbs.remove(0);
-        let spec = RunSpec { interleave: dbs, slice, ..run_spec(ctx, first, w, &json)? };
+        let mut all = sides
+            .iter()
+            .map(|(_, p)| Ok(Side { db: db_spec(ctx, p, w)?, keep_db: scan_copy(ctx, p, keep_for_scan) }))
+            .collect::<Result<Vec<_>>>()?;
+        let first = all.remove(0);
+        let spec = RunSpec { interleave: all, slice, keep_db: first.keep_db, ..run_spec(ctx, first.db, w, &json)? };
         let mut cmd = Command::new(ctx.exe);
         cmd.arg("run").arg("--spec").arg(spec_file(ctx, &name, &spec)?);
         let status = wait(cmd, log)?;

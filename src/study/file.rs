@@ -46,6 +46,9 @@ pub struct StudyFile {
     /// limits or AES-NI masked, and the first block (which scans for plaintext), run alone.
     #[serde(default, deserialize_with = "optional_duration")]
     pub interleave: Option<Duration>,
+    /// When a change is called: `verdict = { confidence = 0.95, threshold = 0.01 }`.
+    #[serde(default)]
+    pub verdict: crate::stats::Rules,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -58,7 +61,7 @@ pub struct Blocks {
 /// At least as many blocks as the signed-rank test needs to reach p < 0.05.
 impl Default for Blocks {
     fn default() -> Self {
-        Self { min: crate::stats::MIN_N_FOR_SIGNIFICANCE, max: 30 }
+        Self { min: crate::stats::fewest_for_significance(0.05), max: 30 }
     }
 }
 
@@ -277,6 +280,7 @@ impl StudyFile {
             power,
             idle_power: default_idle_power(),
             interleave: None,
+            verdict: Default::default(),
         }
     }
 
@@ -377,6 +381,12 @@ impl StudyFile {
         }
         if !(self.ci_target > 0.0 && self.ci_target < 1.0) {
             bail!("{}ci_target must be a fraction between 0 and 1, e.g. 0.01 for 1%", at("ci_target"));
+        }
+        if let Some(problem) = self.verdict.problem() {
+            bail!("{}verdict: {problem}", at("verdict"));
+        }
+        if self.interleave.is_some_and(|s| s < Duration::from_millis(10) || s > Duration::from_secs(600)) {
+            bail!("{}interleave must be a slice from 10ms to 10m, e.g. interleave = \"250ms\"", at("interleave"));
         }
         Ok(())
     }

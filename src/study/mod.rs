@@ -93,14 +93,6 @@ fn run_blocks(
     let ctx = child::Context { exe: &exe, study, out: &out_dir };
 
     eprintln!("study {id} '{}': results store {}, output {}", study.name, store.path.display(), out_dir.display());
-    let fewest = crate::stats::MIN_N_FOR_SIGNIFICANCE;
-    if study.blocks.max < fewest {
-        eprintln!(
-            "warning: blocks.max = {} is below {fewest}, the fewest blocks with which a difference can be \
-             significant (p < 0.05); every verdict will be 'no significant difference'. Set blocks.max to {fewest} or more.",
-            study.blocks.max
-        );
-    }
     let mut skipped = Vec::new();
     let mut active = Vec::new();
     for (i, v) in study.variants.iter().enumerate() {
@@ -140,8 +132,8 @@ fn run_blocks(
         }
         let t = Instant::now();
         let order = block_order(&active, workloads.len(), study.seed ^ (block as u64) << 20);
-        let mut shared = match study.interleave.filter(|_| block > first) {
-            Some(slice) => interleaved(&ctx, &active, &workloads, block, slice),
+        let mut shared = match study.interleave {
+            Some(slice) => interleaved(&ctx, &active, &workloads, block, slice, block == first),
             None => BTreeMap::new(),
         };
         for (wi, i) in order {
@@ -199,7 +191,7 @@ fn run_blocks(
             stop_reason = "stopped: the baseline cannot run".into();
             break;
         }
-        let widths = summary::half_widths(&active, &all_measures, study.seed);
+        let widths = summary::half_widths(&active, &all_measures, study.seed, &study.verdict);
         eprintln!(
             "block {} done in {:.0} s; {}",
             block + 1,
@@ -310,6 +302,7 @@ fn interleaved(
     workloads: &[file::WorkloadConfig],
     block: usize,
     slice: Duration,
+    scan: bool,
 ) -> BTreeMap<(usize, usize), Result<RunRecord>> {
     let mut out = BTreeMap::new();
     for (wi, w) in workloads.iter().enumerate().filter(|(_, w)| w.interleaves()) {
@@ -320,7 +313,9 @@ fn interleaved(
             continue;
         }
         let sides: Vec<_> = group.iter().map(|&i| (&active[i].cfg, &active[i].prepared)).collect();
-        let results = child::run_interleaved(ctx, &sides, w, &format!("block{:02}", block + 1), slice);
+        // The canary scan follows each variant's first run, of the first workload only.
+        let keep = scan && wi == 0;
+        let results = child::run_interleaved(ctx, &sides, w, &format!("block{:02}", block + 1), slice, keep);
         out.extend(group.into_iter().map(|i| (wi, i)).zip(results));
     }
     out

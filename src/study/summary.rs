@@ -7,7 +7,7 @@ use super::{Active, CanaryResult};
 use crate::driver::{LatencySummary, RunStatus};
 use crate::record::RunRecord;
 use crate::report::{Comparison, MeasureReport, RunRow, StudyReport, Sut, VariantReport};
-use crate::stats::{median, paired_ratio, summarize, verdict, RatioEstimate};
+use crate::stats::{median, paired_ratio, summarize, verdict, RatioEstimate, Rules};
 use crate::status::{Status, VariantStatus};
 use crate::sys::cgroup::Usage;
 use crate::variants::VariantConfig;
@@ -23,13 +23,13 @@ fn pairs(base: &Active, a: &Active, key: &str) -> (Vec<f64>, Vec<f64>) {
     values(base, key).iter().zip(values(a, key)).filter_map(|(b, v)| Some((((*b)?), (*v)?))).unzip()
 }
 
-fn estimate(base: &Active, a: &Active, key: &str, seed: u64) -> Option<RatioEstimate> {
+fn estimate(base: &Active, a: &Active, key: &str, seed: u64, rules: &Rules) -> Option<RatioEstimate> {
     let (b, v) = pairs(base, a, key);
-    (b.len() >= 2).then(|| paired_ratio(&b, &v, seed))
+    (b.len() >= 2).then(|| paired_ratio(&b, &v, seed, rules.confidence))
 }
 
 /// Current relative CI half-width of every comparison still running.
-pub(super) fn half_widths(active: &[Active], measures: &[Measure], seed: u64) -> Vec<(String, f64)> {
+pub(super) fn half_widths(active: &[Active], measures: &[Measure], seed: u64, rules: &Rules) -> Vec<(String, f64)> {
     let many = measures.len() > 1;
     active[1..]
         .iter()
@@ -37,14 +37,14 @@ pub(super) fn half_widths(active: &[Active], measures: &[Measure], seed: u64) ->
         .flat_map(|a| {
             measures.iter().map(move |m| {
                 let name = if many { format!("{} {}", a.cfg.name, m.key()) } else { a.cfg.name.clone() };
-                (name, estimate(&active[0], a, &m.key(), seed).map_or(f64::INFINITY, |e| e.relative_half_width()))
+                (name, estimate(&active[0], a, &m.key(), seed, rules).map_or(f64::INFINITY, |e| e.relative_half_width()))
             })
         })
         .collect()
 }
 
 /// Every measure's per-variant summaries and comparisons with the baseline.
-fn measure_reports(active: &[Active], measures: &[Measure], seed: u64) -> Vec<MeasureReport> {
+fn measure_reports(active: &[Active], measures: &[Measure], seed: u64, rules: &Rules) -> Vec<MeasureReport> {
     measures
         .iter()
         .map(|m| {
@@ -59,10 +59,10 @@ fn measure_reports(active: &[Active], measures: &[Measure], seed: u64) -> Vec<Me
             let comparisons = active[1..]
                 .iter()
                 .filter_map(|a| {
-                    let e = estimate(&active[0], a, &key, seed)?;
+                    let e = estimate(&active[0], a, &key, seed, rules)?;
                     Some(Comparison {
                         variant: a.cfg.name.clone(),
-                        verdict: verdict(&e, m.higher_is_better),
+                        verdict: verdict(&e, m.higher_is_better, rules),
                         estimate: e,
                     })
                 })
@@ -196,7 +196,7 @@ fn series(records: &[&RunRecord]) -> Vec<(f64, f64)> {
 
 pub(super) fn build(i: Inputs) -> StudyReport {
     let base = &i.active[0];
-    let measures = measure_reports(i.active, i.measures, i.study.seed);
+    let measures = measure_reports(i.active, i.measures, i.study.seed, &i.study.verdict);
     let headline = &measures[0];
     let key = headline.measure.key();
     let mut variants: Vec<VariantReport> = i
