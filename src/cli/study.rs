@@ -44,6 +44,10 @@ pub fn main(args: StudyArgs) -> Result<ExitCode> {
         };
         println!("  {:<12} {mean:<28} {what}", v.info.name);
     }
+    // What the noise allows, beside every headline verdict.
+    for c in &r.comparisons {
+        println!("  {:<12} noise: {}", c.variant, crate::report::noise(&c.estimate, r.ci_target, r.seconds_per_block));
+    }
     if r.measures.len() > 1 {
         for m in &r.measures {
             for c in &m.comparisons {

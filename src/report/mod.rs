@@ -8,6 +8,7 @@ pub(crate) mod html;
 mod json;
 pub(crate) mod markdown;
 pub(crate) mod tables;
+pub use tables::noise;
 pub(crate) use tables::number;
 
 pub(crate) use charts::PALETTE;

@@ -13,7 +13,27 @@ fn pct(x: f64) -> String {
     format!("{:+.1}%", 100.0 * (x - 1.0))
 }
 
-/// The verdict per variant: mean with CI, ratio with both CIs, p-value, verdict.
+fn test_name(t: crate::stats::Test) -> &'static str {
+    match t {
+        crate::stats::Test::SignedRank => "signed-rank",
+        crate::stats::Test::PairedT => "paired t",
+    }
+}
+
+/// What the comparison's noise allows: the smallest change these blocks detect (80% power),
+/// the per-block noise, and the blocks (and time) the CI target would take.
+pub fn noise(e: &crate::stats::RatioEstimate, target: f64, seconds_per_block: f64) -> String {
+    let need = e.blocks_for(target);
+    format!(
+        "{:.1}% (per-block sd {:.1}%); +-{:.1}% needs {need} blocks (~{:.0} min)",
+        100.0 * e.detectable(),
+        100.0 * e.sd_log,
+        100.0 * target,
+        need as f64 * seconds_per_block / 60.0
+    )
+}
+
+/// The verdict per variant: mean with CI, ratio with both CIs, p-value, noise, verdict.
 pub fn verdicts(r: &StudyReport) -> Table {
     let m = r.metric.to_uppercase();
     let rows = r
@@ -25,6 +45,7 @@ pub fn verdicts(r: &StudyReport) -> Table {
                 return vec![
                     name,
                     v.status.to_string(),
+                    String::new(),
                     String::new(),
                     String::new(),
                     String::new(),
@@ -40,12 +61,14 @@ pub fn verdicts(r: &StudyReport) -> Table {
                         mean,
                         format!("{} [{}, {}]", pct(e.ratio), pct(e.ci.0), pct(e.ci.1)),
                         format!("[{}, {}]", pct(e.bootstrap_ci.0), pct(e.bootstrap_ci.1)),
-                        format!("{:.4}", e.p_value),
+                        format!("{:.4} ({})", e.p_value, test_name(e.test)),
+                        noise(e, r.ci_target, r.seconds_per_block),
                         c.verdict.to_string(),
                     ]
                 }
                 None => {
-                    vec![name.clone(), mean, String::new(), String::new(), String::new(), super::verdict_text(r, &name)]
+                    let blank = || String::new();
+                    vec![name.clone(), mean, blank(), blank(), blank(), blank(), super::verdict_text(r, &name)]
                 }
             }
         })
@@ -57,7 +80,8 @@ pub fn verdicts(r: &StudyReport) -> Table {
             &format!("mean {m} [95% CI]"),
             "change vs baseline [95% CI]",
             "bootstrap CI",
-            "p (signed-rank)",
+            "p (test)",
+            "noise: detectable change; blocks for the CI target",
             "verdict",
         ]
         .map(String::from)

@@ -7,7 +7,7 @@ mod ratio;
 mod verdict;
 mod wilcoxon;
 
-pub use ratio::{paired_ratio, RatioEstimate};
+pub use ratio::{paired_ratio, RatioEstimate, Test};
 pub use verdict::{verdict, Rules, Verdict};
 pub use wilcoxon::{fewest_for_significance, signed_rank_p};
 

@@ -29,7 +29,19 @@ pub struct RatioEstimate {
     pub p_value: f64,
     #[serde(default)]
     pub test: Test,
+    /// The per-block standard deviation of the log ratio: the comparison's noise floor.
+    #[serde(default)]
+    pub sd_log: f64,
+    #[serde(default = "default_confidence")]
+    pub confidence: f64,
 }
+
+fn default_confidence() -> f64 {
+    super::CONFIDENCE
+}
+
+/// The power the smallest detectable change is quoted at: called four times in five.
+const POWER: f64 = 0.8;
 
 /// Which paired test gave the p-value.
 #[derive(Clone, Copy, Debug, Default, Serialize, serde::Deserialize, PartialEq, Eq)]
@@ -45,6 +57,25 @@ impl RatioEstimate {
     pub fn relative_half_width(&self) -> f64 {
         (self.ci.1 - self.ci.0) / 2.0 / self.ratio
     }
+
+    /// The smallest change (as a fraction) that this many blocks with this noise would call
+    /// significant with 80% power: (t_{1-a/2} + t_{0.8}) x sd / sqrt(n) on the log scale.
+    pub fn detectable(&self) -> f64 {
+        let n = self.n as f64;
+        if self.n < 2 {
+            return f64::INFINITY;
+        }
+        let t = t_critical_at(n - 1.0, self.confidence) + t_critical_at(n - 1.0, 2.0 * POWER - 1.0);
+        (t * self.sd_log / n.sqrt()).exp() - 1.0
+    }
+
+    /// The blocks a half-width of `target` (0.01 = 1%) would take at this noise.
+    pub fn blocks_for(&self, target: f64) -> usize {
+        let width = (1.0 + target).ln();
+        (2..100_000)
+            .find(|&n| t_critical_at((n - 1) as f64, self.confidence) * self.sd_log / (n as f64).sqrt() <= width)
+            .unwrap_or(100_000)
+    }
 }
 
 /// Compares `variant` to `baseline`, block by block (equal lengths, positive values), with
@@ -55,7 +86,8 @@ pub fn paired_ratio(baseline: &[f64], variant: &[f64], seed: u64, confidence: f6
     let d: Vec<f64> = baseline.iter().zip(variant).map(|(b, v)| (v / b).ln()).collect();
     let n = d.len();
     let m = mean(&d);
-    let half = if n < 2 { f64::INFINITY } else { t_critical_at((n - 1) as f64, confidence) * sd(&d) / (n as f64).sqrt() };
+    let half =
+        if n < 2 { f64::INFINITY } else { t_critical_at((n - 1) as f64, confidence) * sd(&d) / (n as f64).sqrt() };
     let test = if n >= fewest_for_significance(1.0 - confidence) { Test::SignedRank } else { Test::PairedT };
     RatioEstimate {
         n,
@@ -67,6 +99,8 @@ pub fn paired_ratio(baseline: &[f64], variant: &[f64], seed: u64, confidence: f6
             Test::PairedT => t_test_p(&d),
         },
         test,
+        sd_log: if n < 2 { 0.0 } else { sd(&d) },
+        confidence,
     }
 }
 
@@ -103,6 +137,27 @@ mod tests {
         assert!((r.p_value - 0.006048).abs() < 1e-5, "{r:?}");
         assert!(r.bootstrap_ci.0 >= 0.9 - 1e-9 && r.bootstrap_ci.1 <= 0.97 + 1e-9);
         assert!(r.bootstrap_ci.0 < r.ratio && r.ratio < r.bootstrap_ci.1);
+    }
+
+    #[test]
+    fn the_noise_floor_gives_the_detectable_change_and_the_blocks_a_target_needs() {
+        // sd of the log ratios 0.02 over 10 blocks: (t_0.975,9 + t_0.8,9) x 0.02 / sqrt(10) =
+        // (2.262157 + 0.8834) x 0.006325 = 0.019894, i.e. 2.01% (t quantiles by bisection on
+        // the incomplete-beta CDF, apart from statrs).
+        let e = RatioEstimate {
+            n: 10,
+            ratio: 1.0,
+            ci: (0.99, 1.01),
+            bootstrap_ci: (0.99, 1.01),
+            p_value: 1.0,
+            test: Test::SignedRank,
+            sd_log: 0.02,
+            confidence: 0.95,
+        };
+        assert!((e.detectable() - 0.020093).abs() < 2e-4, "{}", e.detectable());
+        // +-1% needs t_{n-1} x 0.02 / sqrt(n) <= ln(1.01): n = 18 (t_17 = 2.109816).
+        assert_eq!(e.blocks_for(0.01), 18);
+        assert!(e.blocks_for(0.005) > 60);
     }
 
     #[test]

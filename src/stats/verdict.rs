@@ -116,7 +116,16 @@ mod tests {
     use super::*;
 
     fn est(ratio: f64, ci: (f64, f64), p: f64) -> RatioEstimate {
-        RatioEstimate { n: 8, ratio, ci, bootstrap_ci: ci, p_value: p, test: Default::default() }
+        RatioEstimate {
+            n: 8,
+            ratio,
+            ci,
+            bootstrap_ci: ci,
+            p_value: p,
+            test: Default::default(),
+            sd_log: 0.0,
+            confidence: 0.95,
+        }
     }
 
     #[test]
@@ -134,7 +143,10 @@ mod tests {
 
     #[test]
     fn insignificant_or_tiny_changes_are_no_difference() {
-        assert!(matches!(verdict(&est(0.90, (0.8, 1.0), 0.2), true, &Rules::default()), Verdict::NoSignificantDifference { .. }));
+        assert!(matches!(
+            verdict(&est(0.90, (0.8, 1.0), 0.2), true, &Rules::default()),
+            Verdict::NoSignificantDifference { .. }
+        ));
         let v = verdict(&est(0.995, (0.992, 0.998), 0.01), true, &Rules::default());
         assert!(v.to_string().contains("within 1%"), "{v}");
     }

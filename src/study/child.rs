@@ -204,10 +204,7 @@ fn run_child(
     if scope == LimitScope::Process {
         crate::sys::cgroup::join_on_spawn(&mut cmd, &p.cgroups)?;
     }
-    let spec = RunSpec {
-        keep_db: scan_copy(ctx, p, keep_for_scan),
-        ..run_spec(ctx, db, w, &json)?
-    };
+    let spec = RunSpec { keep_db: scan_copy(ctx, p, keep_for_scan), ..run_spec(ctx, db, w, &json)? };
     cmd.arg("run").arg("--spec").arg(spec_file(ctx, &name, &spec)?).envs(p.env.iter().map(|(k, v)| (k, v)));
     finish(cmd, log, &json, &log_path)
 }

@@ -175,7 +175,8 @@ impl WorkloadConfig {
     /// Whether variants can take turns on this workload within one run: a throughput
     /// workload over a timed window (not a fixed amount of work, not several instances).
     pub fn interleaves(&self) -> bool {
-        matches!(self.name.as_str(), "ds2" | "tpcb" | "tpcc") && self.iterations.is_none() && self.instances <= 1
+        let throughput = self.args(0).and_then(|a| crate::workloads::by_name(&a)).is_ok_and(|w| w.supports_instances());
+        throughput && self.iterations.is_none() && self.instances <= 1
     }
 
     /// Whether a pilot run must calibrate this workload before the blocks (bignw without

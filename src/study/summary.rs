@@ -37,7 +37,10 @@ pub(super) fn half_widths(active: &[Active], measures: &[Measure], seed: u64, ru
         .flat_map(|a| {
             measures.iter().map(move |m| {
                 let name = if many { format!("{} {}", a.cfg.name, m.key()) } else { a.cfg.name.clone() };
-                (name, estimate(&active[0], a, &m.key(), seed, rules).map_or(f64::INFINITY, |e| e.relative_half_width()))
+                (
+                    name,
+                    estimate(&active[0], a, &m.key(), seed, rules).map_or(f64::INFINITY, |e| e.relative_half_width()),
+                )
             })
         })
         .collect()
