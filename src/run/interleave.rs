@@ -30,6 +30,9 @@ pub fn run(spec: &RunSpec) -> Result<ExitCode> {
         match SetUp::new(side) {
             Ok(set) => sets.push(set),
             Err(e) => {
+                if let (Some(store), false) = (&store, e.is::<crate::interrupt::Interrupted>()) {
+                    let _ = store.add_failed_run(None, &side.db.workload.name, &format!("{e:#}"));
+                }
                 if let Some(f) = json_out {
                     let records: Vec<RunRecord> =
                         sides.iter().map(|s| super::failed_record(s, &e)).collect::<Result<_>>()?;
@@ -39,16 +42,11 @@ pub fn run(spec: &RunSpec) -> Result<ExitCode> {
             }
         }
     }
-    let records = measure_all(spec, &sides, &mut sets)?;
-    for (side, set) in sides.iter().zip(sets.iter_mut()) {
-        if let Some(dest) = &side.keep_db {
-            let (_, copy) = set.instances.swap_remove(0);
-            copy.keep(dest)?;
-        }
-    }
+    let records = measure_all(spec, &sides, &sets)?;
     for r in &records {
         super::summary::print(r, &[]);
     }
+    // The records are safe before anything else can fail.
     if let Some(f) = json_out {
         write_record(f, spec, &records)?;
     }
@@ -57,13 +55,19 @@ pub fn run(spec: &RunSpec) -> Result<ExitCode> {
             keep_in_store(store, r, spec.json.as_deref())?;
         }
     }
+    for (side, set) in sides.iter().zip(sets.iter_mut()) {
+        if let Some(dest) = &side.keep_db {
+            let (_, copy) = set.instances.swap_remove(0);
+            copy.keep(dest)?;
+        }
+    }
     // The worst outcome decides: a failed or interrupted side fails the comparison.
     let worst = records.iter().find(|r| r.status != RunStatus::Completed).unwrap_or(&records[0]);
     Ok(exit_code(worst))
 }
 
 /// Drives every side at once in slices; returns each side's record.
-fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &mut [SetUp]) -> Result<Vec<RunRecord>> {
+fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<RunRecord>> {
     let seed = spec.db.workload.seed;
     let pacings: Vec<driver::Pacing> = sides
         .iter()
