@@ -82,8 +82,9 @@ impl CapacityFile {
     }
 
     fn check(&self) -> Result<()> {
-        if !matches!(self.workload.name.as_str(), "ds2" | "tpcb" | "tpcc") {
-            bail!("capacity needs a throughput workload (ds2, tpcb or tpcc), not '{}'", self.workload.name);
+        let throughput = crate::workloads::throughput_names();
+        if !throughput.contains(&self.workload.name.as_str()) {
+            bail!("capacity needs a throughput workload ({}), not '{}'", throughput.join(", "), self.workload.name);
         }
         if self.workload.instances != 1 {
             bail!("leave workload.instances out: the search chooses the number of instances");

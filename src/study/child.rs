@@ -28,10 +28,13 @@ fn slug(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
 }
 
-/// The SQLite file of a workload's build; workloads sharing a build (tpcc and batch) share it.
-pub fn db_file(w: &WorkloadConfig) -> String {
-    let build = if w.name == "batch" { "tpcc" } else { &w.name };
-    format!("{build}-{}.db", slug(w.size.as_deref().unwrap_or("default")))
+/// The SQLite file of a workload's build, named by its build identity: workloads sharing a
+/// build (tpcc and batch) share it.
+pub fn db_file(w: &WorkloadConfig) -> Result<String> {
+    // fileio and cipher build no database (they are not `Workload`s yet): their own name.
+    let identity = crate::workloads::by_name(&w.args(0)?).map(|w| w.build_identity()).unwrap_or_default();
+    let build = identity.get("workload").map_or(w.name.as_str(), String::as_str);
+    Ok(format!("{build}-{}.db", slug(w.size.as_deref().unwrap_or("default"))))
 }
 
 /// The database a run uses: target, workload, size, seed and encryption. A managed
@@ -41,7 +44,7 @@ fn db_spec(ctx: &Context, p: &Prepared, w: &WorkloadConfig) -> Result<DbSpec> {
     let (target, data_dir) = match ctx.study.target.engine {
         Engine::Postgres => ("managed-postgres".to_string(), server_dir),
         Engine::Mariadb => ("managed-mariadb".to_string(), server_dir),
-        Engine::Sqlite => (format!("sqlite:{}", p.data_dir.join(db_file(w)).display()), None),
+        Engine::Sqlite => (format!("sqlite:{}", p.data_dir.join(db_file(w)?).display()), None),
     };
     let settings = ctx.study.target.settings.iter().map(|(k, v)| (k.clone(), v.clone()));
     Ok(DbSpec {

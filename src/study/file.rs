@@ -175,8 +175,9 @@ impl WorkloadConfig {
     /// Whether variants can take turns on this workload within one run: a throughput
     /// workload over a timed window (not a fixed amount of work, not several instances).
     pub fn interleaves(&self) -> bool {
-        let throughput = self.args(0).and_then(|a| crate::workloads::by_name(&a)).is_ok_and(|w| w.supports_instances());
-        throughput && self.iterations.is_none() && self.instances <= 1
+        crate::workloads::throughput_names().contains(&self.name.as_str())
+            && self.iterations.is_none()
+            && self.instances <= 1
     }
 
     /// Whether a pilot run must calibrate this workload before the blocks (bignw without
@@ -347,8 +348,9 @@ impl StudyFile {
             if !(1..=1024).contains(&w.threads) {
                 bail!("{}workload.threads must be between 1 and 1024, got {}", at("threads"), w.threads);
             }
-            if w.instances == 0 || (w.instances > 1 && !matches!(w.name.as_str(), "ds2" | "tpcb" | "tpcc")) {
-                bail!("{}workload.instances must be 1, or more for ds2, tpcb and tpcc", at("instances"));
+            let throughput = crate::workloads::throughput_names();
+            if w.instances == 0 || (w.instances > 1 && !throughput.contains(&w.name.as_str())) {
+                bail!("{}workload.instances must be 1, or more for {}", at("instances"), throughput.join(", "));
             }
             if w.instances > 256 {
                 bail!("{}workload.instances must be at most 256", at("instances"));

@@ -271,7 +271,7 @@ pub(crate) fn prepare(ctx: &child::Context, v: &VariantConfig, dir: &Path) -> Re
     let mut built = std::collections::BTreeSet::new();
     for w in &ctx.study.workloads {
         // Workloads sharing a database (tpcc and batch; bignw's benchmarks) build it once.
-        if built.insert(child::db_file(w)) {
+        if built.insert(child::db_file(w)?) {
             child::build(ctx, v, &p, w)?;
         }
     }

@@ -26,6 +26,18 @@ pub const CANARY: &str = "DBVS-CANARY-PLAINTEXT-7F3A";
 /// The workload names `--workload` accepts.
 pub const NAMES: &[&str] = &["ds2", "tpcb", "tpcc", "batch", "bignw"];
 
+/// The throughput workloads: those that run side by side (instances), interleave in slices
+/// and suit a capacity search, as each says of itself.
+pub fn throughput_names() -> Vec<&'static str> {
+    NAMES
+        .iter()
+        .copied()
+        .filter(|n| {
+            by_name(&WorkloadSpec { name: n.to_string(), ..Default::default() }).is_ok_and(|w| w.supports_instances())
+        })
+        .collect()
+}
+
 /// One invariant checked against the database after a run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Check {
