@@ -80,16 +80,8 @@ fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<
         })
         .collect();
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let watch = sets[0].target.watch();
-    let sampler = crate::telemetry::Sampler::start(crate::telemetry::Options {
-        interval: spec.telemetry.sample_interval,
-        power: spec.telemetry.power.clone(),
-        idle: spec.telemetry.idle_power,
-        dirs: watch.dirs,
-        server_pid_file: watch.server_pid_file,
-        server_note: watch.note,
-        peak_minutes: spec.telemetry.peak_minutes,
-    })?;
+    // The first variant's disks and server stand for the machine every side shares.
+    let sampler = sets[0].sampler(spec)?;
     // The slices start where the measured window does; the warm-up alternates too.
     let slices = Slices::new(sets.len(), spec.slice, Instant::now() + pacings[0].warmup, seed);
     let bar = ProgressBar::hidden();

@@ -145,16 +145,7 @@ impl SetUp {
         );
         let groups = spec.db.limits.as_ref().map_or(&[][..], |l| &l.groups[..]);
         let limits_before = crate::sys::cgroup::Usage::read(groups);
-        let watch = self.target.watch();
-        let sampler = crate::telemetry::Sampler::start(crate::telemetry::Options {
-            interval: spec.telemetry.sample_interval,
-            power: spec.telemetry.power.clone(),
-            idle: spec.telemetry.idle_power,
-            dirs: watch.dirs,
-            server_pid_file: watch.server_pid_file,
-            server_note: watch.note,
-            peak_minutes: spec.telemetry.peak_minutes,
-        })?;
+        let sampler = self.sampler(spec)?;
         // Every instance starts together (seed 000's clients started at once); the first
         // drives the progress bar.
         let start = std::sync::Barrier::new(self.instances.len());
@@ -186,6 +177,20 @@ impl SetUp {
             record.limits = Some(crate::record::LimitsRecord { applied_to: l.applies_to.describe().into(), usage });
         }
         Ok((record, details))
+    }
+
+    /// The telemetry sampler for the run, watching this target's disks and server.
+    fn sampler(&self, spec: &RunSpec) -> Result<crate::telemetry::Sampler> {
+        let watch = self.target.watch();
+        crate::telemetry::Sampler::start(crate::telemetry::Options {
+            interval: spec.telemetry.sample_interval,
+            power: spec.telemetry.power.clone(),
+            idle: spec.telemetry.idle_power,
+            dirs: watch.dirs,
+            server_pid_file: watch.server_pid_file,
+            server_note: watch.note,
+            peak_minutes: spec.telemetry.peak_minutes,
+        })
     }
 
     /// Each instance's record, with its post-run checks; the first instance's summary lines.
