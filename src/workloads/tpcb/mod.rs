@@ -82,10 +82,11 @@ const CHUNK: i64 = 5000;
 /// the canary scan looks for.
 fn generate(sink: &mut dyn bulk::Sink, scale: i64, progress: &ProgressBar) -> Result<()> {
     let canary = crate::workloads::CANARY;
-    let tables: [(&str, i64, i64, &str); 3] = [
-        ("pgbench_branches", scale, 1, canary),
-        ("pgbench_tellers", TELLERS_PER_BRANCH * scale, TELLERS_PER_BRANCH, ""),
-        ("pgbench_accounts", ACCOUNTS_PER_BRANCH * scale, ACCOUNTS_PER_BRANCH, ""),
+    // (table, rows, rows per branch for the bid column (branches have none), filler)
+    let tables: [(&str, i64, Option<i64>, &str); 3] = [
+        ("pgbench_branches", scale, None, canary),
+        ("pgbench_tellers", TELLERS_PER_BRANCH * scale, Some(TELLERS_PER_BRANCH), ""),
+        ("pgbench_accounts", ACCOUNTS_PER_BRANCH * scale, Some(ACCOUNTS_PER_BRANCH), ""),
     ];
     for (table, n, per_branch, filler) in tables {
         let mut lo = 1;
@@ -96,9 +97,8 @@ fn generate(sink: &mut dyn bulk::Sink, scale: i64, progress: &ProgressBar) -> Re
             let hi = (lo + CHUNK - 1).min(n);
             let rows: Vec<Row> = (lo..=hi)
                 .map(|id| {
-                    let parent = (per_branch > 1).then(|| Cell::Int((id - 1) / per_branch + 1));
-                    // A branch row has no parent branch: (bid, bbalance, filler).
-                    [Some(Cell::Int(id)), parent, Some(Cell::Int(0)), Some(Cell::Text(filler.into()))]
+                    let bid = per_branch.map(|per| Cell::Int((id - 1) / per + 1));
+                    [Some(Cell::Int(id)), bid, Some(Cell::Int(0)), Some(Cell::Text(filler.into()))]
                         .into_iter()
                         .flatten()
                         .collect()
