@@ -36,7 +36,7 @@ fn fileio_times_writes_and_reads_and_cleans_up() {
     let o = dbvs(&["fileio", "--dir", data.to_str().unwrap(), "--size", "10"]);
     assert!(stderr(&o).contains("at least 1MB"), "{}", stderr(&o));
     let o = dbvs(&["fileio", "--dir", data.to_str().unwrap(), "--size", "100000GB"]);
-    assert!(stderr(&o).contains("choose a smaller --size"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("choose a smaller size"), "{}", stderr(&o));
 }
 
 #[test]

@@ -388,7 +388,7 @@ fn a_seed_002_study_compares_tpcc_profiles_and_batch_statements_on_postgres() {
     let keys: Vec<String> =
         measures.iter().map(|m| format!("{} / {}", m["measure"]["workload"], m["measure"]["name"])).collect();
     assert_eq!(keys.len(), 7, "{keys:?}");
-    assert_eq!(keys[0], "\"tpcc update\" / \"TPM\"");
+    assert_eq!(keys[0], "\"tpcc hammerora-update\" / \"TPM\"");
     for m in measures {
         assert_eq!(m["comparisons"][0]["variant"], "gocryptfs", "{m}");
         assert_eq!(m["summaries"].as_array().unwrap().len(), 2, "{m}");

@@ -83,14 +83,13 @@ impl CapacityFile {
 
     fn check(&self) -> Result<()> {
         let throughput = crate::workloads::throughput_names();
-        if !throughput.contains(&self.workload.name.as_str()) {
-            bail!("capacity needs a throughput workload ({}), not '{}'", throughput.join(", "), self.workload.name);
+        if !throughput.contains(&self.workload.name()) {
+            bail!("capacity needs a throughput workload ({}), not '{}'", throughput.join(", "), self.workload.name());
         }
         if self.workload.instances != 1 {
             bail!("leave workload.instances out: the search chooses the number of instances");
         }
-        let args = self.workload.args(self.seed)?;
-        crate::workloads::by_name(&args)?;
+        self.workload.kind()?;
         if self.sla.min_per_instance.is_nan() || self.sla.min_per_instance <= 0.0 {
             bail!("sla.min_per_instance must be a positive rate (OPM for ds2, TPS for tpcb, NOPM for tpcc)");
         }
@@ -248,7 +247,7 @@ pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::Capaci
     let exe = std::env::current_exe()?;
     let ctx = crate::study::child::Context { exe: &exe, study: &study, out };
     let work = crate::study::WorkDir::new(out, &format!("capacity search {} work directory", file.name))?;
-    let headline = crate::workloads::by_name(&file.workload.args(file.seed)?)?.headline(None).name;
+    let headline = file.workload.args(file.seed).driven()?.headline(None).name;
     let started = std::time::Instant::now();
     let mut outcomes = Vec::new();
     for (i, c) in file.configurations.iter().enumerate() {

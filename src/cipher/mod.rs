@@ -15,6 +15,15 @@ use openssl::cipher_ctx::CipherCtx;
 use serde::Serialize;
 use std::time::{Duration, Instant};
 
+/// OpenSSL capability mask that hides AES-NI, PCLMULQDQ, VAES and VPCLMULQDQ (research
+/// encryption.md section 5), so OpenSSL falls back to its software AES.
+pub const OPENSSL_NO_AESNI: &str = "~0x200000200000000:~0x60000000000";
+
+/// Whether this process's OpenSSL was started with AES-NI masked.
+pub fn masked() -> bool {
+    std::env::var("OPENSSL_ia32cap").is_ok_and(|v| v == OPENSSL_NO_AESNI)
+}
+
 /// Each measurement repeats the buffer until it has run at least this long.
 pub const MIN_TIME: Duration = Duration::from_millis(200);
 /// XTS data unit, as fscrypt and dm-crypt use.
@@ -34,8 +43,9 @@ pub const SIZES: &[(&str, usize)] = &[
     ("1 GB", 1 << 30),
 ];
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize, clap::ValueEnum)]
 pub enum Algo {
+    #[default]
     #[value(name = "aes-256-xts")]
     #[serde(rename = "aes-256-xts")]
     Xts,
@@ -104,9 +114,46 @@ pub fn average(s: &Series, f: fn(&Point) -> f64) -> f64 {
     s.points.iter().map(f).sum::<f64>() / s.points.len().max(1) as f64
 }
 
+/// The first series' encrypt, decrypt and mean MB/s, averaged over its sizes.
+pub fn metrics(series: &[Series]) -> serde_json::Value {
+    let Some(s) = series.first() else { return serde_json::Value::Null };
+    let avg = |f: fn(&Point) -> f64| average(s, f);
+    serde_json::json!({
+        "cipher": s.cipher,
+        "aesni": s.aesni,
+        "encrypt_mbs": avg(|p| p.encrypt_mbs),
+        "decrypt_mbs": avg(|p| p.decrypt_mbs),
+        "mean_mbs": avg(|p| p.mean_mbs),
+    })
+}
+
 /// The memory a measurement of `bytes` needs: plaintext and ciphertext buffers.
 pub fn memory_needed(bytes: usize) -> u64 {
     2 * bytes as u64 + (16 << 20)
+}
+
+/// Measures in this process, with whatever AES-NI setting its OpenSSL started with.
+pub fn measure_here(ciphers: &[Algo], sizes: &[(&str, usize)], threads: usize, runs: usize) -> Result<Vec<Series>> {
+    let largest = sizes.iter().map(|(_, b)| *b).max().unwrap_or(0);
+    let mut plain = vec![0u8; largest];
+    openssl::rand::rand_bytes(&mut plain)?;
+    let mut out = vec![0u8; largest];
+    let aesni = !masked();
+    let mut all = Vec::new();
+    for &algo in ciphers {
+        let mut points = Vec::new();
+        for (label, bytes) in sizes {
+            if crate::interrupt::interrupted() {
+                return Err(crate::interrupt::Interrupted.into());
+            }
+            eprintln!("{} {} {label}...", algo.name(), if aesni { "with AES-NI" } else { "without AES-NI" });
+            let mut p = measure(algo, &mut plain[..*bytes], &mut out[..*bytes], threads, runs)?;
+            p.label = label.to_string();
+            points.push(p);
+        }
+        all.push(Series { cipher: algo.name().into(), aesni, threads, points });
+    }
+    Ok(all)
 }
 
 /// The state of one thread's share: a context per direction, and GCM's tag.

@@ -2,10 +2,10 @@
 //! "Off" runs in a child process whose OpenSSL starts with AES-NI, PCLMULQDQ, VAES and
 //! VPCLMULQDQ masked (OPENSSL_ia32cap is read once, at start-up).
 
+use crate::cipher::OPENSSL_NO_AESNI;
 use crate::cipher::{self, Algo, Series};
 use crate::report::cipher::{self as report, CipherReport};
 use crate::sys::create_output;
-use crate::variants::OPENSSL_NO_AESNI;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
@@ -57,11 +57,6 @@ fn threads(s: &str) -> Result<usize> {
     }
 }
 
-/// Whether this process's OpenSSL was started with AES-NI masked.
-fn masked() -> bool {
-    std::env::var("OPENSSL_ia32cap").is_ok_and(|v| v == OPENSSL_NO_AESNI)
-}
-
 pub fn main(args: CipherArgs) -> Result<ExitCode> {
     let threads = threads(&args.threads)?;
     let wanted = if args.sizes.is_empty() {
@@ -79,7 +74,7 @@ pub fn main(args: CipherArgs) -> Result<ExitCode> {
         (args.json.as_deref().map(create_output).transpose()?, args.html.as_deref().map(create_output).transpose()?);
     let mut series = Vec::new();
     if args.aesni != AesNi::Off {
-        series.extend(measure_here(&args.ciphers, &sizes, threads, args.runs as usize)?);
+        series.extend(cipher::measure_here(&args.ciphers, &sizes, threads, args.runs as usize)?);
     }
     if args.aesni != AesNi::On {
         series.extend(measure_masked(&args, &sizes)?);
@@ -89,7 +84,7 @@ pub fn main(args: CipherArgs) -> Result<ExitCode> {
         workload: "cipher",
         headline: cipher::throughput(&series),
         measures: vec![cipher::throughput(&series)],
-        metrics: report::metrics(&series),
+        metrics: cipher::metrics(&series),
         host: crate::host::collect(),
         openssl: openssl::version::version().to_string(),
         threads,
@@ -108,30 +103,6 @@ pub fn main(args: CipherArgs) -> Result<ExitCode> {
         eprintln!("report written to {}", p.display());
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Measures in this process, with whatever AES-NI setting its OpenSSL started with.
-fn measure_here(ciphers: &[Algo], sizes: &[(&str, usize)], threads: usize, runs: usize) -> Result<Vec<Series>> {
-    let largest = sizes.iter().map(|(_, b)| *b).max().unwrap_or(0);
-    let mut plain = vec![0u8; largest];
-    openssl::rand::rand_bytes(&mut plain)?;
-    let mut out = vec![0u8; largest];
-    let aesni = !masked();
-    let mut all = Vec::new();
-    for &algo in ciphers {
-        let mut points = Vec::new();
-        for (label, bytes) in sizes {
-            if crate::interrupt::interrupted() {
-                return Err(crate::interrupt::Interrupted.into());
-            }
-            eprintln!("{} {} {label}...", algo.name(), if aesni { "with AES-NI" } else { "without AES-NI" });
-            let mut p = cipher::measure(algo, &mut plain[..*bytes], &mut out[..*bytes], threads, runs)?;
-            p.label = label.to_string();
-            points.push(p);
-        }
-        all.push(Series { cipher: algo.name().into(), aesni, threads, points });
-    }
-    Ok(all)
 }
 
 /// Measures in a child whose OpenSSL has AES-NI masked.

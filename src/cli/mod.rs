@@ -12,7 +12,7 @@ mod study;
 use crate::interrupt::Interrupted;
 use crate::run::DbSpec;
 use crate::targets::{self, sqlite};
-use crate::workloads::{self, WorkloadSpec};
+use crate::workloads::{self, Options, WorkloadSpec};
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -71,7 +71,7 @@ struct DbArgs {
     #[arg(long, value_name = "FILE", hide = true, exclusive = true)]
     spec: Option<PathBuf>,
     /// The workload.
-    #[arg(long, default_value = "ds2", value_parser = clap::builder::PossibleValuesParser::new(workloads::NAMES))]
+    #[arg(long, default_value = "ds2", value_parser = clap::builder::PossibleValuesParser::new(workloads::driven_names()))]
     workload: String,
     /// Data size. ds2: S, M, L (DS2's 10MB, 1GB, 100GB) or <n>MB / <n>GB [default: 10MB].
     /// tpcb: pgbench's scale factor (100,000 accounts each) [default: 1].
@@ -82,6 +82,9 @@ struct DbArgs {
     /// Seed for the data generator and the workers' random choices; same seed, same data.
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// batch: timed executions of each statement [default: 5]; bignw: units of each benchmark [default: 5].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    repeat: Option<u32>,
     /// SQLCipher key file (mode 0600): encrypts the database. See --key-kind.
     #[arg(long, value_name = "FILE")]
     key_file: Option<PathBuf>,
@@ -107,8 +110,6 @@ struct DbArgs {
     #[command(flatten)]
     tpcc: workloads::tpcc::Options,
     #[command(flatten)]
-    batch: workloads::batch::Options,
-    #[command(flatten)]
     bignw: workloads::bignw::Options,
 }
 
@@ -126,21 +127,28 @@ impl DbArgs {
     fn db(&self, cold: bool) -> Result<DbSpec> {
         match self.spec_file() {
             Some(spec) => Ok(spec?.db),
-            None => Ok(self.flags(cold)),
+            None => self.flags(cold),
         }
     }
 
-    fn flags(&self, cold: bool) -> DbSpec {
-        DbSpec {
+    /// The workload's options from its own flags.
+    fn options(&self) -> Result<Options> {
+        Ok(match Options::named(&self.workload)? {
+            Options::Ds2(_) => Options::Ds2(self.ds2.clone()),
+            Options::Tpcc(_) => Options::Tpcc(self.tpcc.clone()),
+            Options::Bignw(_) => Options::Bignw(self.bignw.clone()),
+            other => other,
+        })
+    }
+
+    fn flags(&self, cold: bool) -> Result<DbSpec> {
+        Ok(DbSpec {
             target: self.target.clone().unwrap_or_default(),
             workload: WorkloadSpec {
-                name: self.workload.clone(),
+                options: self.options()?,
                 size: self.size.clone(),
+                repeat: self.repeat,
                 seed: self.seed,
-                ds2: self.ds2.clone(),
-                tpcc: self.tpcc.clone(),
-                batch: self.batch.clone(),
-                bignw: self.bignw.clone(),
                 cold,
             },
             key_file: self.key_file.clone(),
@@ -151,7 +159,7 @@ impl DbArgs {
             server_settings: self.server_setting.clone(),
             limits: None,
             inject_delay: std::time::Duration::ZERO,
-        }
+        })
     }
 }
 

@@ -80,15 +80,15 @@ pub struct RunArgs {
 pub fn main(args: RunArgs) -> Result<ExitCode> {
     let spec = match args.db.spec_file() {
         Some(spec) => spec?,
-        None => args.spec(),
+        None => args.spec()?,
     };
     crate::run::run(&spec)
 }
 
 impl RunArgs {
-    fn spec(self) -> RunSpec {
-        RunSpec {
-            db: crate::run::DbSpec { inject_delay: self.inject_delay, ..self.db.flags(self.cold) },
+    fn spec(self) -> Result<RunSpec> {
+        Ok(RunSpec {
+            db: crate::run::DbSpec { inject_delay: self.inject_delay, ..self.db.flags(self.cold)? },
             pacing: PacingSpec {
                 threads: self.threads,
                 duration: self.duration,
@@ -112,6 +112,6 @@ impl RunArgs {
             keep_db: self.keep_db,
             interleave: vec![],
             slice: std::time::Duration::from_secs(1),
-        }
+        })
     }
 }

@@ -78,19 +78,6 @@ fn gain(on: f64, off: f64) -> String {
     format!("{:+.1}%", 100.0 * (on / off - 1.0))
 }
 
-/// The first series' encrypt, decrypt and mean MB/s, averaged over its sizes.
-pub fn metrics(series: &[Series]) -> serde_json::Value {
-    let Some(s) = series.first() else { return serde_json::Value::Null };
-    let avg = |f: fn(&Point) -> f64| crate::cipher::average(s, f);
-    serde_json::json!({
-        "cipher": s.cipher,
-        "aesni": s.aesni,
-        "encrypt_mbs": avg(|p| p.encrypt_mbs),
-        "decrypt_mbs": avg(|p| p.decrypt_mbs),
-        "mean_mbs": avg(|p| p.mean_mbs),
-    })
-}
-
 pub fn ciphers(r: &CipherReport) -> Vec<String> {
     let mut v: Vec<String> = Vec::new();
     for s in &r.series {

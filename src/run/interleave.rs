@@ -31,7 +31,7 @@ pub fn run(spec: &RunSpec) -> Result<ExitCode> {
             Ok(set) => sets.push(set),
             Err(e) => {
                 if let (Some(store), false) = (&store, e.is::<crate::interrupt::Interrupted>()) {
-                    let _ = store.add_failed_run(None, &side.db.workload.name, &format!("{e:#}"));
+                    let _ = store.add_failed_run(None, side.db.workload.name(), &format!("{e:#}"));
                 }
                 if let Some(f) = json_out {
                     let records: Vec<RunRecord> =

@@ -16,6 +16,7 @@ use crate::host::Env;
 use crate::record::RunRecord;
 use crate::store::Store;
 use crate::sys::create_output;
+use crate::workloads::{Kind, Standalone};
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
@@ -36,6 +37,9 @@ fn write_record(mut f: std::fs::File, spec: &RunSpec, record: &impl serde::Seria
 /// Runs `spec`: builds the pristine database if missing, measures on fresh copies, prints
 /// the summary, writes the record and stores it.
 pub fn run(spec: &RunSpec) -> Result<ExitCode> {
+    if let Ok(Kind::Standalone(w)) = spec.db.workload.kind() {
+        return standalone(spec, w.as_ref());
+    }
     if !spec.interleave.is_empty() {
         return interleave::run(spec);
     }
@@ -53,7 +57,7 @@ pub fn run(spec: &RunSpec) -> Result<ExitCode> {
             // start, a server killed during the build) is recorded as failed, with its cause.
             let interrupted = e.is::<crate::interrupt::Interrupted>();
             if let (Some(store), false) = (&store, interrupted) {
-                let _ = store.add_failed_run(None, &spec.db.workload.name, &format!("{e:#}"));
+                let _ = store.add_failed_run(None, spec.db.workload.name(), &format!("{e:#}"));
             }
             if let Some(f) = json_out {
                 write_record(f, spec, &failed_record(spec, &e)?)?;
@@ -77,15 +81,31 @@ pub fn run(spec: &RunSpec) -> Result<ExitCode> {
     Ok(exit_code(&record))
 }
 
+/// Runs a workload that needs no database (fileio, cipher) in the spec's data directory,
+/// in this process (where the variant's environment and limits apply).
+fn standalone(spec: &RunSpec, w: &dyn Standalone) -> Result<ExitCode> {
+    let json_out = spec.json.as_deref().map(create_output).transpose()?;
+    let mut store = spec.store.then(|| Store::open(&crate::store::default_path())).transpose()?;
+    let record = w.run(spec.db.data_dir.as_deref(), spec.pacing.threads as usize, spec.keep_db.is_some())?;
+    summary::print(&record, &[]);
+    if let Some(f) = json_out {
+        write_record(f, spec, &record)?;
+    }
+    if let Some(store) = &mut store {
+        keep_in_store(store, &record, spec.json.as_deref())?;
+    }
+    Ok(exit_code(&record))
+}
+
 /// The record of a run that could not start: failed with `e`, or interrupted.
 fn failed_record(spec: &RunSpec, e: &anyhow::Error) -> Result<RunRecord> {
     let status = match e.is::<crate::interrupt::Interrupted>() {
         true => RunStatus::Interrupted,
         false => RunStatus::Failed(format!("{e:#}")),
     };
-    let workload = crate::workloads::by_name(&spec.db.workload)?;
+    let workload = spec.db.workload()?;
     let (headline, measures) = (workload.headline(None), workload.measures(None));
-    Ok(RunRecord::standalone(&spec.db.workload.name, status, workload.params(), headline, measures, json!({})))
+    Ok(RunRecord::standalone(spec.db.workload.name(), status, workload.params(), headline, measures, json!({})))
 }
 
 /// Everything a run needs before it measures: the target (a managed server started), the

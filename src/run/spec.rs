@@ -5,7 +5,7 @@
 use crate::targets::sqlite::{CipherPragma, Key, KeyKind};
 use crate::targets::{self, Target};
 use crate::telemetry::power::PowerSpec;
-use crate::workloads::{self, Workload, WorkloadSpec};
+use crate::workloads::{Workload, WorkloadSpec};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -68,7 +68,7 @@ impl LimitScope {
 impl DbSpec {
     /// The workload (a multi-instance run makes one per instance).
     pub fn workload(&self) -> Result<Box<dyn Workload>> {
-        workloads::by_name(&self.workload)
+        self.workload.driven()
     }
 
     /// The target and the workload. A managed server starts here and stops when the target
@@ -320,7 +320,7 @@ mod tests {
         RunSpec {
             db: DbSpec {
                 target: "sqlite:/tmp/x.db".into(),
-                workload: WorkloadSpec { name: "ds2".into(), seed: 7, ..Default::default() },
+                workload: WorkloadSpec { seed: 7, ..Default::default() },
                 key_file: Some("/k".into()),
                 key_kind: KeyKind::Raw,
                 cipher_pragmas: vec!["cipher_page_size=4096".parse().unwrap()],

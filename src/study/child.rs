@@ -22,6 +22,13 @@ pub struct Context<'a> {
 }
 
 const SCAN_COPY: &str = "canary-scan.db";
+/// Where a standalone workload (fileio) writes on a variant's storage.
+const STANDALONE_DIR: &str = "standalone";
+
+/// Whether `w` runs without a database (fileio, cipher).
+fn standalone(w: &WorkloadConfig) -> bool {
+    w.kind().is_ok_and(|k| k.as_driven().is_none())
+}
 
 /// A file name for text such as a workload label.
 fn slug(s: &str) -> String {
@@ -31,17 +38,18 @@ fn slug(s: &str) -> String {
 /// The SQLite file of a workload's build, named by its build identity: workloads sharing a
 /// build (tpcc and batch) share it.
 pub fn db_file(w: &WorkloadConfig) -> Result<String> {
-    // fileio and cipher build no database (they are not `Workload`s yet): their own name.
-    let identity = crate::workloads::by_name(&w.args(0)?).map(|w| w.build_identity()).unwrap_or_default();
-    let build = identity.get("workload").map_or(w.name.as_str(), String::as_str);
+    let identity = w.kind()?.as_driven().map(|w| w.build_identity()).unwrap_or_default();
+    let build = identity.get("workload").map_or(w.name(), String::as_str);
     Ok(format!("{build}-{}.db", slug(w.size.as_deref().unwrap_or("default"))))
 }
 
 /// The database a run uses: target, workload, size, seed and encryption. A managed
-/// server keeps every workload's database in its one data directory.
+/// server keeps every workload's database in its one data directory; a standalone
+/// workload (fileio) works in a directory of the variant's storage.
 fn db_spec(ctx: &Context, p: &Prepared, w: &WorkloadConfig) -> Result<DbSpec> {
     let server_dir = Some(p.data_dir.join("server"));
     let (target, data_dir) = match ctx.study.target.engine {
+        _ if standalone(w) => (String::new(), Some(p.data_dir.join(STANDALONE_DIR))),
         Engine::Postgres => ("managed-postgres".to_string(), server_dir),
         Engine::Mariadb => ("managed-mariadb".to_string(), server_dir),
         Engine::Sqlite => (format!("sqlite:{}", p.data_dir.join(db_file(w)?).display()), None),
@@ -49,7 +57,7 @@ fn db_spec(ctx: &Context, p: &Prepared, w: &WorkloadConfig) -> Result<DbSpec> {
     let settings = ctx.study.target.settings.iter().map(|(k, v)| (k.clone(), v.clone()));
     Ok(DbSpec {
         target,
-        workload: w.args(ctx.study.seed)?,
+        workload: w.args(ctx.study.seed),
         key_file: p.key.as_ref().map(|(f, _)| f.clone()),
         key_kind: p.key.as_ref().map(|(_, k)| *k).unwrap_or_default(),
         cipher_pragmas: p.cipher_pragmas.clone(),
@@ -103,7 +111,7 @@ fn tail(path: &Path) -> String {
 /// Builds the variant's pristine database for `w` inside its storage (a no-op when an
 /// earlier workload already built the same database).
 pub fn build(ctx: &Context, v: &VariantConfig, p: &Prepared, w: &WorkloadConfig) -> Result<()> {
-    if matches!(w.name.as_str(), "fileio" | "cipher") {
+    if standalone(w) {
         return Ok(());
     }
     let name = format!("build-{}-{}", v.name, slug(&w.label()));
@@ -166,48 +174,23 @@ fn run_child(
     let json = ctx.out.join("runs").join(format!("{name}.json"));
     let (log_path, log) = log_file(ctx, &format!("{name}.log"))?;
     let mut cmd = Command::new(ctx.exe);
-    if w.name == "cipher" {
-        // In memory: the variant's environment (AES-NI masking) is what it measures.
-        cmd.args(["cipher", "--aesni", "on", "--threads", &w.threads.to_string()]);
-        cmd.args([
-            "--cipher",
-            w.cipher.as_deref().unwrap_or("aes-256-xts"),
-            "--sizes",
-            w.size.as_deref().unwrap_or("1MB"),
-        ]);
-        cmd.args(["--runs".to_string(), w.repeat.unwrap_or(3).to_string()]);
-        cmd.arg("--json").arg(&json).envs(p.env.iter().map(|(k, v)| (k, v)));
-        crate::sys::cgroup::join_on_spawn(&mut cmd, &p.cgroups)?;
-        return finish(cmd, log, &json, &log_path);
-    }
-    if w.name == "fileio" {
-        cmd.arg("fileio").arg("--dir").arg(crate::workloads::fileio::dir_in(&p.data_dir));
-        cmd.args([
-            "--runs".to_string(),
-            w.repeat.unwrap_or(5).to_string(),
-            "--seed".into(),
-            ctx.study.seed.to_string(),
-        ]);
-        if let Some(size) = &w.size {
-            cmd.args(["--size", size]);
-        }
-        if keep_for_scan {
-            cmd.arg("--keep");
-        }
-        cmd.arg("--json").arg(&json).envs(p.env.iter().map(|(k, v)| (k, v)));
-        crate::sys::cgroup::join_on_spawn(&mut cmd, &p.cgroups)?;
-        return finish(cmd, log, &json, &log_path);
-    }
     let mut db = db_spec(ctx, p, w)?;
-    // Limits apply where the engine runs: the run process for SQLite, else the server.
-    let scope = if ctx.study.target.engine == Engine::Sqlite { LimitScope::Process } else { LimitScope::Server };
+    // Limits apply where the work runs: the run process for SQLite and standalone
+    // workloads, else the server.
+    let in_process = ctx.study.target.engine == Engine::Sqlite || standalone(w);
+    let scope = if in_process { LimitScope::Process } else { LimitScope::Server };
     if !p.cgroups.is_empty() {
         db.limits = Some(Limits { groups: p.cgroups.clone(), applies_to: scope });
     }
     if scope == LimitScope::Process {
         crate::sys::cgroup::join_on_spawn(&mut cmd, &p.cgroups)?;
     }
-    let spec = RunSpec { keep_db: scan_copy(ctx, p, keep_for_scan), ..run_spec(ctx, db, w, &json)? };
+    let keep_db = match standalone(w) {
+        // What it wrote stays where it is, in the directory the scan reads.
+        true => keep_for_scan.then(|| p.data_dir.join(STANDALONE_DIR).display().to_string()),
+        false => scan_copy(ctx, p, keep_for_scan),
+    };
+    let spec = RunSpec { keep_db, ..run_spec(ctx, db, w, &json)? };
     cmd.arg("run").arg("--spec").arg(spec_file(ctx, &name, &spec)?).envs(p.env.iter().map(|(k, v)| (k, v)));
     finish(cmd, log, &json, &log_path)
 }
@@ -325,7 +308,7 @@ pub fn scan_canary(variant: &str, p: &Prepared) -> Result<CanaryResult> {
     unsafe { libc::sync() };
     let (hits, bytes) = canary::scan(&p.backing, crate::workloads::CANARY.as_bytes())?;
     let _ = std::fs::remove_file(p.data_dir.join(SCAN_COPY));
-    let _ = std::fs::remove_dir_all(crate::workloads::fileio::dir_in(&p.data_dir));
+    let _ = std::fs::remove_dir_all(p.data_dir.join(STANDALONE_DIR));
     Ok(CanaryResult {
         variant: variant.into(),
         scanned: p.backing.clone(),

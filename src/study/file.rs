@@ -2,9 +2,8 @@
 //! Errors point at the file, line and key.
 
 use crate::variants::VariantConfig;
-use crate::workloads::ds2::Mix;
-use crate::workloads::WorkloadSpec;
-use anyhow::{bail, Result};
+use crate::workloads::{Kind, Options, WorkloadSpec};
+use anyhow::{bail, Context as _, Result};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::path::Path;
 use std::time::Duration;
@@ -83,53 +82,35 @@ impl Default for TargetConfig {
     }
 }
 
+/// One `[[workloads]]` entry: `name = "..."` and that workload's own options (see
+/// [`Options`]), beside what every workload takes. A key neither knows is an error.
 #[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
 pub struct WorkloadConfig {
-    pub name: String,
+    #[serde(flatten)]
+    pub options: Options,
     /// How reports name this workload [default: the name, plus the TPC-C profile].
     pub label: Option<String>,
     /// In the workload's own terms (see `dbvs run --help`) [default: the workload's].
     pub size: Option<String>,
+    /// Repetitions of a fixed-work workload's unit (batch, bignw, fileio, cipher).
+    pub repeat: Option<u32>,
     #[serde(default = "one")]
     pub threads: u32,
-    #[serde(default = "default_duration", deserialize_with = "duration")]
+    #[serde(default = "default_duration", with = "crate::sys::units::duration_text")]
     pub duration: Duration,
-    #[serde(default = "default_warmup", deserialize_with = "duration")]
+    #[serde(default = "default_warmup", with = "crate::sys::units::duration_text")]
     pub warmup: Duration,
-    #[serde(default, deserialize_with = "duration")]
+    #[serde(default, with = "crate::sys::units::duration_text")]
     pub think_time: Duration,
     #[serde(default = "default_ramp_rate")]
     pub ramp_rate: f64,
     /// Drop the OS page cache before every run.
     #[serde(default)]
     pub cold: bool,
-    // DS2's mix parameters, each defaulting like `dbvs run`.
-    pub pct_newcustomers: Option<u32>,
-    pub n_searches: Option<u32>,
-    pub search_batch_size: Option<u32>,
-    pub n_line_items: Option<u32>,
-    // TPC-C and batch options, each defaulting like `dbvs run`.
-    pub profile: Option<String>,
-    #[serde(default)]
-    pub spec_pacing: bool,
+    /// A fixed amount of work per thread instead of a timed window (seed 002: 1000 requests).
     pub iterations: Option<u64>,
     #[serde(default, deserialize_with = "optional_duration")]
     pub random_sleep: Option<Duration>,
-    pub repeat: Option<u32>,
-    /// The cipher workload's cipher (aes-256-xts, aes-256-gcm or aes-256-cbc).
-    pub cipher: Option<String>,
-    /// bignw: the benchmarks to compare (1-10) [default: all]. Each becomes a workload of
-    /// its own, so every block runs it on every variant in turn (the seed's balanced order).
-    pub benchmarks: Option<Vec<u8>>,
-    /// bignw: the least time a calibrated unit should take [default: 5 s].
-    #[serde(default, deserialize_with = "optional_duration")]
-    pub unit_time: Option<Duration>,
-    /// bignw: iterations per unit; without it the study calibrates on the baseline.
-    pub unit_iterations: Option<u64>,
-    /// What a calibration run found, handed to every later run (see `Workload::calibration`).
-    #[serde(skip)]
-    pub calibration: Option<String>,
     /// Which entry of the file this came from (bignw entries split into one per benchmark),
     /// so errors point at its lines.
     #[serde(skip)]
@@ -141,81 +122,67 @@ pub struct WorkloadConfig {
 }
 
 impl WorkloadConfig {
+    pub fn name(&self) -> &'static str {
+        self.options.name()
+    }
+
     /// The name reports use: the label, else the workload name and its TPC-C profile.
     pub fn label(&self) -> String {
-        match (&self.label, &self.profile) {
-            (Some(l), _) => l.clone(),
-            (None, Some(p)) => format!("{} {p}", self.name),
-            (None, None) => self.name.clone(),
+        self.label.clone().unwrap_or_else(|| self.options.describe())
+    }
+
+    /// The workload's arguments, as `dbvs run` would build them.
+    pub fn args(&self, seed: u64) -> WorkloadSpec {
+        WorkloadSpec {
+            options: self.options.clone(),
+            size: self.size.clone(),
+            repeat: self.repeat,
+            seed,
+            cold: self.cold,
         }
     }
 
-    /// The workload's arguments, as `dbvs run` would build them; checks sizes and profiles.
-    pub fn args(&self, seed: u64) -> Result<WorkloadSpec> {
-        let d = crate::workloads::batch::Options::default();
-        Ok(WorkloadSpec {
-            name: self.name.clone(),
-            size: self.size.clone(),
-            seed,
-            ds2: self.mix(),
-            tpcc: crate::workloads::tpcc::Options {
-                profile: self.profile.as_deref().unwrap_or("standard").parse()?,
-                spec_pacing: self.spec_pacing,
-            },
-            batch: crate::workloads::batch::Options { repeat: self.repeat.unwrap_or(d.repeat) },
-            bignw: crate::workloads::bignw::Options {
-                benchmarks: self.benchmarks.clone().unwrap_or_default(),
-                unit_time: self.unit_time.unwrap_or(Duration::from_secs(5)),
-                unit_iterations: self.calibration.clone().or(self.unit_iterations.map(|k| k.to_string())),
-            },
-            cold: self.cold,
-        })
+    /// The workload itself; checks its size and options.
+    pub fn kind(&self) -> Result<Kind> {
+        self.args(0).kind()
     }
 
     /// Whether variants can take turns on this workload within one run: a throughput
     /// workload over a timed window (not a fixed amount of work, not several instances).
     pub fn interleaves(&self) -> bool {
-        crate::workloads::throughput_names().contains(&self.name.as_str())
+        self.kind().is_ok_and(|k| k.as_driven().is_some_and(|w| w.supports_instances()))
             && self.iterations.is_none()
             && self.instances <= 1
     }
 
-    /// Whether a pilot run must calibrate this workload before the blocks (bignw without
-    /// fixed iterations per unit).
+    /// Whether a pilot run must calibrate this workload before the blocks.
     pub fn needs_calibration(&self) -> bool {
-        self.name == "bignw" && self.unit_iterations.is_none() && self.calibration.is_none()
+        self.kind().is_ok_and(|k| k.as_driven().is_some_and(|w| w.needs_calibration()))
     }
 
-    /// A bignw entry as one workload per benchmark; every other workload as it is.
+    /// Folds in what a pilot run calibrated, so every later run does the same work.
+    pub fn calibrate(&mut self, found: &str) -> Result<()> {
+        let kind = self.kind()?;
+        let options = kind.as_driven().and_then(|w| w.calibrated(found));
+        self.options = options.with_context(|| format!("{} calibrates nothing", self.label()))?;
+        Ok(())
+    }
+
+    /// The entry as the workloads a study compares: one per part the workload names
+    /// (bignw: per benchmark), else itself.
     fn split(self) -> Vec<WorkloadConfig> {
-        if self.name != "bignw" {
+        let parts = self.kind().map(|k| k.as_driven().map(|w| w.parts()).unwrap_or_default()).unwrap_or_default();
+        if parts.is_empty() {
             return vec![self];
         }
-        let all: Vec<u8> = (1..=10).collect();
-        let mut picked = self.benchmarks.clone().unwrap_or(all);
-        picked.dedup();
-        picked
+        parts
             .into_iter()
-            .map(|b| {
-                let bench = crate::workloads::bignw::benchmarks::ALL.get(usize::from(b).wrapping_sub(1));
-                let about = bench.map_or_else(|| format!("b{b}"), |x| format!("{} {}", x.key, x.name));
-                WorkloadConfig {
-                    label: Some(format!("{} {about}", self.label())),
-                    benchmarks: Some(vec![b]),
-                    ..self.clone()
-                }
+            .map(|p| WorkloadConfig {
+                label: Some(format!("{} {}", self.label(), p.about)),
+                options: p.options,
+                ..self.clone()
             })
             .collect()
-    }
-
-    pub fn mix(&self) -> Mix {
-        let d = Mix::default();
-        Mix {
-            pct_newcustomers: self.pct_newcustomers.unwrap_or(d.pct_newcustomers),
-            n_searches: self.n_searches.unwrap_or(d.n_searches),
-            search_batch_size: self.search_batch_size.unwrap_or(d.search_batch_size),
-            n_line_items: self.n_line_items.unwrap_or(d.n_line_items),
-        }
     }
 }
 
@@ -251,8 +218,7 @@ fn default_ramp_rate() -> f64 {
 }
 
 fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    let s = String::deserialize(d)?;
-    crate::sys::units::parse_duration(&s).map_err(serde::de::Error::custom)
+    crate::sys::units::duration_text::deserialize(d)
 }
 
 fn optional_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
@@ -320,36 +286,12 @@ impl StudyFile {
         }
         for (i, w) in self.workloads.iter().enumerate() {
             let at = |needle: &str| places.line(places.workloads.get(w.entry), needle);
-            if w.name == "cipher" {
-                if let Some(c) = &w.cipher {
-                    <crate::cipher::Algo as clap::ValueEnum>::from_str(c, false).map_err(|_| {
-                        anyhow::anyhow!(
-                            "{}workload cipher: unknown cipher '{c}'; use aes-256-xts, aes-256-gcm or aes-256-cbc",
-                            at("cipher")
-                        )
-                    })?;
-                }
-                crate::cipher::parse_size(w.size.as_deref().unwrap_or("1MB"))
-                    .map_err(|e| anyhow::anyhow!("{}workload cipher: {e}", at("size")))?;
-            } else if w.name == "fileio" {
-                if let Some(size) = &w.size {
-                    crate::sys::units::parse_bytes(size)
-                        .map_err(|e| anyhow::anyhow!("{}workload fileio: {e}", at("size")))?;
-                }
-            } else if !crate::workloads::NAMES.contains(&w.name.as_str()) {
-                let names = crate::workloads::NAMES.join(", ");
-                bail!("{}workload name '{}' is unknown; available: {names}, fileio, cipher", at(&w.name), w.name);
-            } else {
-                let args =
-                    w.args(self.seed).map_err(|e| anyhow::anyhow!("{}workload {}: {e}", at("profile"), w.name))?;
-                crate::workloads::by_name(&args)
-                    .map_err(|e| anyhow::anyhow!("{}workload {}: {e}", at("size"), w.name))?;
-            }
+            w.kind().map_err(|e| anyhow::anyhow!("{}workload {}: {e}", at("size"), w.name()))?;
             if !(1..=1024).contains(&w.threads) {
                 bail!("{}workload.threads must be between 1 and 1024, got {}", at("threads"), w.threads);
             }
             let throughput = crate::workloads::throughput_names();
-            if w.instances == 0 || (w.instances > 1 && !throughput.contains(&w.name.as_str())) {
+            if w.instances == 0 || (w.instances > 1 && !throughput.contains(&w.name())) {
                 bail!("{}workload.instances must be 1, or more for {}", at("instances"), throughput.join(", "));
             }
             if w.instances > 256 {
@@ -397,7 +339,21 @@ impl StudyFile {
 
 /// A TOML parser error as one line: the file, the line its span starts on, the message.
 pub fn syntax_error(file: &dyn std::fmt::Display, text: &str, e: &toml::de::Error) -> anyhow::Error {
-    let line = e.span().map_or(0, |s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+    let span = e.span().map_or(0..0, |s| s.start.min(text.len())..s.end.min(text.len()));
+    // A workload's own options are read after its table, whose span the error carries:
+    // an unknown key is looked up inside it.
+    let unknown = e.message().strip_prefix("unknown field `").and_then(|m| m.split('`').next());
+    let at = unknown
+        .and_then(|key| {
+            let mut offset = span.start;
+            text[span.clone()].split_inclusive('\n').find_map(|l| {
+                let here = offset;
+                offset += l.len();
+                l.trim_start().strip_prefix(key).filter(|r| r.trim_start().starts_with('=')).map(|_| here)
+            })
+        })
+        .unwrap_or(span.start);
+    let line = e.span().map_or(0, |_| text[..at].matches('\n').count() + 1);
     let msg: Vec<&str> = e.message().lines().map(str::trim).filter(|l| !l.is_empty()).collect();
     anyhow::anyhow!("{file} line {line}: {}", msg.join("; "))
 }
@@ -513,8 +469,8 @@ kind = "sqlcipher"
     fn a_good_file_loads_with_defaults() {
         let f = load(GOOD).unwrap();
         assert_eq!((f.budget, f.blocks.min, f.ci_target), (Duration::from_secs(120), 6, 0.01));
-        assert_eq!(f.workloads[0].mix().pct_newcustomers, 5);
-        assert_eq!(f.workloads[0].mix().n_line_items, 5);
+        let Options::Ds2(mix) = &f.workloads[0].options else { panic!("{:?}", f.workloads[0].options) };
+        assert_eq!((mix.pct_newcustomers, mix.n_line_items), (5, 5));
     }
 
     #[test]
@@ -561,13 +517,36 @@ kind = "sqlcipher"
     }
 
     #[test]
+    fn a_bignw_entry_becomes_one_workload_per_benchmark_and_standalone_ones_load() {
+        let text = GOOD.replace(
+            "[workload]\nname = \"ds2\"\nsize = \"1MB\"\nduration = \"2s\"\npct_newcustomers = 5\n",
+            "[[workloads]]\nname = \"bignw\"\nbenchmarks = [1, 4]\nunit_time = \"2s\"\n\
+             [[workloads]]\nname = \"fileio\"\nsize = \"64MB\"\n[[workloads]]\nname = \"cipher\"\ncipher = \"aes-256-gcm\"\n",
+        );
+        let f = load(&text).unwrap();
+        let labels: Vec<String> = f.workloads.iter().map(WorkloadConfig::label).collect();
+        assert_eq!(labels.len(), 4, "{labels:?}");
+        assert!(labels[0].starts_with("bignw b1") && labels[1].starts_with("bignw b4"), "{labels:?}");
+        assert!(f.workloads[0].needs_calibration() && !f.workloads[2].needs_calibration());
+        let mut w = f.workloads[0].clone();
+        w.calibrate("1=12").unwrap();
+        assert!(!w.needs_calibration());
+        assert!(!f.workloads[3].kind().unwrap().leaves_data() && f.workloads[2].kind().unwrap().leaves_data());
+        let e = load(&text.replace("aes-256-gcm", "rot13")).unwrap_err().to_string();
+        assert!(e.contains("rot13") && e.contains("line"), "{e}");
+    }
+
+    #[test]
     fn several_workloads_are_labelled_and_checked() {
         let many = GOOD.replace(
             "[workload]\nname = \"ds2\"\nsize = \"1MB\"\nduration = \"2s\"\npct_newcustomers = 5\n",
             "[[workloads]]\nname = \"tpcc\"\nprofile = \"query\"\n[[workloads]]\nname = \"batch\"\nrepeat = 3\n",
         );
         let f = load(&many).unwrap();
-        assert_eq!(f.workloads.iter().map(WorkloadConfig::label).collect::<Vec<_>>(), ["tpcc query", "batch"]);
+        assert_eq!(
+            f.workloads.iter().map(WorkloadConfig::label).collect::<Vec<_>>(),
+            ["tpcc hammerora-query", "batch"]
+        );
         let e = load(&many.replace("profile = \"query\"", "profile = \"fast\"")).unwrap_err().to_string();
         assert!(e.contains("unknown TPC-C profile 'fast'"), "{e}");
         let e =
@@ -582,6 +561,13 @@ kind = "sqlcipher"
         let bad = two.replace("repeat = 3", "size = \"0\"");
         let e = load(&bad).unwrap_err().to_string();
         assert!(e.contains(&format!("line {}:", line_of(&bad, "size = \"0\""))), "{e}");
+        // Another workload's option is a stray key, found on its own line.
+        let bad = two.replace("repeat = 3", "repeat = 3\nprofile = \"query\"");
+        let e = load(&bad).unwrap_err().to_string();
+        let second = bad.lines().enumerate().filter(|(_, l)| *l == "profile = \"query\"").nth(1).unwrap().0 + 1;
+        assert!(e.contains(&format!("line {second}:")) && e.contains("unknown field `profile`"), "{e}");
+        let e = load(&many.replace("name = \"batch\"", "name = \"tpcd\"")).unwrap_err().to_string();
+        assert!(e.contains("unknown variant `tpcd`") && e.contains("fileio"), "{e}");
         let both = format!("{many}\n[workload]\nname = \"ds2\"\n");
         assert!(load(&both).unwrap_err().to_string().contains("not both"));
     }

@@ -7,7 +7,7 @@ use anyhow::Result;
 
 /// The measures of one workload, in the order the workload declares them.
 pub fn of(w: &WorkloadConfig, seed: u64) -> Result<Vec<Measure>> {
-    let declared = crate::workloads::declared_measures(&w.args(seed)?)?;
+    let declared = w.args(seed).kind()?.measures();
     Ok(declared
         .into_iter()
         .map(|m| Measure { workload: w.label(), name: m.name, unit: m.unit, higher_is_better: m.higher_is_better })
@@ -29,7 +29,7 @@ mod tests {
         assert!(!m[0].higher_is_better);
         let w: WorkloadConfig = toml::from_str("name = 'tpcc'\nprofile = 'update'").unwrap();
         let m = of(&w, 1).unwrap();
-        assert_eq!((m[0].key(), m[0].higher_is_better), ("tpcc update / TPM".to_string(), true));
+        assert_eq!((m[0].key(), m[0].higher_is_better), ("tpcc hammerora-update / TPM".to_string(), true));
         let w: WorkloadConfig = toml::from_str("name = 'fileio'").unwrap();
         assert_eq!(of(&w, 1).unwrap()[1].name, "read time");
     }

@@ -142,9 +142,10 @@ fn run_blocks(
                 continue;
             }
             let w = &workloads[wi];
-            // The canary scan follows the variant's first run (of any workload).
-            // The cipher benchmark works in memory and leaves nothing at rest to scan.
-            let scan = block == first && w.name != "cipher" && !canaries.iter().any(|c| c.variant == a.cfg.name);
+            // The canary scan follows the variant's first run of a workload that leaves
+            // data at rest (the cipher benchmark works in memory).
+            let leaves_data = w.kind().is_ok_and(|k| k.leaves_data());
+            let scan = block == first && leaves_data && !canaries.iter().any(|c| c.variant == a.cfg.name);
             let result = match shared.remove(&(wi, i)) {
                 Some(result) => result,
                 None => child::run(&ctx, &a.cfg, &a.prepared, w, &format!("block{:02}", block + 1), scan),
@@ -342,7 +343,7 @@ fn calibrate(
             .calibration
             .with_context(|| format!("calibrating {}: the pilot run reported no calibration", w.label()))?;
         eprintln!("{}: calibrated ({found})", w.label());
-        w.calibration = Some(found);
+        w.calibrate(&found)?;
         if interrupt::interrupted() {
             return Err(interrupt::Interrupted.into());
         }

@@ -10,6 +10,20 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("'{s}' is not a duration ({e}); use e.g. 90s, 10m or 1h"))
 }
 
+/// Serde for a duration written as text (`"5s"`, `"250ms"`), as people write them in files.
+pub mod duration_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(*d).to_string())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        super::parse_duration(&String::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
 /// Parses a size of at least 1 MB: `64MB`, `2gb`, `512KB` x 2048, or bytes.
 pub fn parse_bytes(s: &str) -> Result<u64, String> {
     let t = s.trim().to_ascii_uppercase();

@@ -20,9 +20,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// OpenSSL capability mask that hides AES-NI, PCLMULQDQ, VAES and VPCLMULQDQ (research
-/// encryption.md section 5), so OpenSSL falls back to its software AES.
-pub const OPENSSL_NO_AESNI: &str = "~0x200000200000000:~0x60000000000";
+pub use crate::cipher::OPENSSL_NO_AESNI;
 /// Go's equivalent switch, for gocryptfs's own AES-GCM.
 pub const GODEBUG_NO_AESNI: &str = "cpu.aes=off,cpu.pclmulqdq=off";
 

@@ -46,21 +46,6 @@ fn statements() -> [String; 5] {
     ]
 }
 
-#[derive(clap::Args, Clone, Debug, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-#[group(id = "batch_options")]
-pub struct Options {
-    /// batch: timed executions of each statement; bignw: units of each benchmark.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub repeat: u32,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Self { repeat: 5 }
-    }
-}
-
 pub struct Batch {
     warehouses: i64,
     seed: u64,
@@ -77,7 +62,7 @@ impl Batch {
         Ok(Self {
             warehouses: tpcc::warehouses(args.size.as_deref())?,
             seed: args.seed,
-            repeat: args.batch.repeat,
+            repeat: args.repeat_or(5)?,
             cold: args.cold,
             results: Mutex::default(),
             unstable: Mutex::default(),

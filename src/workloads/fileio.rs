@@ -3,15 +3,17 @@
 //! the write ends with fsync, so both steps go through the storage layer (an encrypting FUSE
 //! or kernel layer included) rather than memory. N runs, averaged, with a 95% CI.
 //!
-//! It needs no database, so it runs as `dbvs fileio --dir DIR` (and in studies on each
-//! variant's storage) rather than through the driver.
+//! It needs no database, so it is a [`Standalone`] workload: `dbvs fileio --dir DIR`, and in
+//! studies a run on each variant's storage.
 
-use super::Measure;
+use super::{Measure, Standalone, WorkloadSpec};
+use crate::driver::RunStatus;
+use crate::record::RunRecord;
 use anyhow::{bail, Context, Result};
 use rand::RngCore;
 use serde::Serialize;
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 /// Bytes per write and read call.
@@ -141,9 +143,104 @@ pub fn metrics(runs: &[Run]) -> serde_json::Value {
     metrics
 }
 
-/// Where a study's variant keeps the fileio file.
-pub fn dir_in(data_dir: &Path) -> PathBuf {
-    data_dir.join("fileio")
+/// The workload: `size` bytes written and read back `runs` times.
+pub struct Fileio {
+    size: u64,
+    runs: u32,
+    seed: u64,
+}
+
+/// A run's record, and the runs' summary for the table `dbvs fileio` prints.
+pub struct Outcome {
+    pub record: RunRecord,
+    pub summary: Option<Summary>,
+    /// The runs done.
+    pub runs: usize,
+}
+
+impl Fileio {
+    pub fn new(spec: &WorkloadSpec) -> Result<Self> {
+        let size = match &spec.size {
+            Some(s) => crate::sys::units::parse_bytes(s).map_err(anyhow::Error::msg)?,
+            None => default_size(),
+        };
+        Ok(Self { size, runs: spec.repeat_or(5)?, seed: spec.seed })
+    }
+
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The runs in `dir`, stopping at the first failure; with `keep` the last file stays.
+    pub fn measure(&self, dir: &Path, keep: bool) -> Result<Outcome> {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create {}; choose a writable directory", dir.display()))?;
+        let free = free_bytes(dir).unwrap_or(u64::MAX);
+        if free < self.size + (64 << 20) {
+            bail!(
+                "{} has {} MB free but the test writes {} MB; choose a smaller size or another directory",
+                dir.display(),
+                free >> 20,
+                self.size >> 20
+            );
+        }
+        let mut runs = Vec::new();
+        let mut status = RunStatus::Completed;
+        for i in 0..self.runs {
+            match run_once(dir, self.size, self.seed ^ u64::from(i)) {
+                Ok(r) => {
+                    eprintln!(
+                        "run {}: write {:.2} s ({:.0} MB/s), read {:.2} s ({:.0} MB/s)",
+                        i + 1,
+                        r.write.seconds,
+                        r.write.mbs,
+                        r.read.seconds,
+                        r.read.mbs
+                    );
+                    runs.push(r);
+                }
+                Err(e) => {
+                    status = match e.is::<crate::interrupt::Interrupted>() {
+                        true => RunStatus::Interrupted,
+                        false => RunStatus::Failed(format!("{e:#}")),
+                    };
+                    break;
+                }
+            }
+        }
+        if !keep || status != RunStatus::Completed {
+            let _ = std::fs::remove_file(dir.join(FILE));
+        }
+        let summary = (!runs.is_empty()).then(|| summarize(&runs));
+        let measures = measures(summary.as_ref());
+        let params = serde_json::json!({ "dir": dir, "size_bytes": self.size, "runs": runs.len() });
+        let record = RunRecord::standalone("fileio", status, params, measures[0].clone(), measures, metrics(&runs));
+        Ok(Outcome { record, summary, runs: runs.len() })
+    }
+}
+
+impl Standalone for Fileio {
+    fn measures(&self) -> Vec<Measure> {
+        measures(None)
+    }
+
+    fn leaves_data(&self) -> bool {
+        true
+    }
+
+    fn run(&self, dir: Option<&Path>, _threads: usize, keep: bool) -> Result<RunRecord> {
+        let dir = dir.context("fileio needs the directory to test (dbvs fileio --dir DIR)")?;
+        Ok(self.measure(dir, keep)?.record)
+    }
+}
+
+/// Space available to us on the file system holding `dir`.
+fn free_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: `c` is a NUL-terminated path and `s` a zeroed out-parameter statvfs fills.
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    (unsafe { libc::statvfs(c.as_ptr(), &mut s) } == 0).then(|| s.f_bavail as u64 * s.f_frsize as u64)
 }
 
 #[cfg(test)]

@@ -2,10 +2,13 @@
 //!
 //! A workload is a self-contained module (schema, data generator, transactions and per-engine
 //! SQL) behind the [`Workload`] trait; the driver loop, pacing and statistics live once in
-//! [`crate::driver`]. Adding a workload is one module plus one arm in [`by_name`].
+//! [`crate::driver`]. A workload that needs no database (fileio, cipher) is a
+//! [`Standalone`] instead. Adding a workload is one module plus its arm in [`Options`] and
+//! in [`WorkloadSpec::kind`].
 
 pub mod batch;
 pub mod bignw;
+pub mod cipher;
 pub mod ds2;
 pub mod fileio;
 pub mod measure;
@@ -23,19 +26,23 @@ use serde::{Deserialize, Serialize};
 /// can tell whether the bytes at rest are readable.
 pub const CANARY: &str = "DBVS-CANARY-PLAINTEXT-7F3A";
 
-/// The workload names `--workload` accepts.
-pub const NAMES: &[&str] = &["ds2", "tpcb", "tpcc", "batch", "bignw"];
+/// Every workload's name.
+pub const ALL: &[&str] = &["ds2", "tpcb", "tpcc", "batch", "bignw", "fileio", "cipher"];
+
+/// The workloads that drive a database, which `dbvs build`, `run` and `check` accept.
+pub fn driven_names() -> Vec<&'static str> {
+    names(|k| k.as_driven().is_some())
+}
 
 /// The throughput workloads: those that run side by side (instances), interleave in slices
 /// and suit a capacity search, as each says of itself.
 pub fn throughput_names() -> Vec<&'static str> {
-    NAMES
-        .iter()
-        .copied()
-        .filter(|n| {
-            by_name(&WorkloadSpec { name: n.to_string(), ..Default::default() }).is_ok_and(|w| w.supports_instances())
-        })
-        .collect()
+    names(|k| k.as_driven().is_some_and(|w| w.supports_instances()))
+}
+
+fn names(keep: impl Fn(&Kind) -> bool) -> Vec<&'static str> {
+    let kind = |n: &str| Options::named(n).and_then(|options| WorkloadSpec { options, ..Default::default() }.kind());
+    ALL.iter().copied().filter(|n| kind(n).is_ok_and(|k| keep(&k))).collect()
 }
 
 /// One invariant checked against the database after a run.
@@ -94,27 +101,189 @@ pub trait Workload: Send + Sync {
     fn calibration(&self) -> Option<String> {
         None
     }
+    /// Whether a pilot run must calibrate the workload before it is compared (bignw
+    /// without fixed iterations per unit).
+    fn needs_calibration(&self) -> bool {
+        false
+    }
+    /// Its options with what a pilot run calibrated (see [`Workload::calibration`]) folded
+    /// in; `None` for a workload that calibrates nothing.
+    fn calibrated(&self, _found: &str) -> Option<Options> {
+        None
+    }
+    /// The parts a study compares one by one (bignw: each benchmark); empty for a workload
+    /// compared whole.
+    fn parts(&self) -> Vec<Part> {
+        vec![]
+    }
     /// The periodic progress line (DS2 prints these every 10 s, and parsers exist for them).
     fn interval_line(&self, sample: &IntervalSample) -> String;
     /// The closing summary line.
     fn final_line(&self, run: &RunResult) -> String;
 }
 
-/// Which workload, and the parameters every workload may use; each takes what applies
-/// to it. Built once from the command line or a study file, and handed to child runs whole.
+/// Which workload, with its own options: one struct per workload serves the command line,
+/// the study file (flat beside `name = "..."`) and the run spec.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "name", rename_all = "lowercase")]
+pub enum Options {
+    Ds2(ds2::Mix),
+    Tpcb(NoOptions),
+    Tpcc(tpcc::Options),
+    Batch(NoOptions),
+    Bignw(bignw::Options),
+    Fileio(NoOptions),
+    Cipher(cipher::Options),
+}
+
+/// The options of a workload that has none beyond the common ones (so a stray key is an error).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(deny_unknown_fields)]
+pub struct NoOptions {}
+
+impl Options {
+    /// Workload `name` with its default options.
+    pub fn named(name: &str) -> Result<Self> {
+        serde_json::from_value(serde_json::json!({ "name": name }))
+            .map_err(|_| anyhow::anyhow!("unknown workload '{name}': available: {}", ALL.join(", ")))
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Options::Ds2(_) => "ds2",
+            Options::Tpcb(_) => "tpcb",
+            Options::Tpcc(_) => "tpcc",
+            Options::Batch(_) => "batch",
+            Options::Bignw(_) => "bignw",
+            Options::Fileio(_) => "fileio",
+            Options::Cipher(_) => "cipher",
+        }
+    }
+
+    /// The name reports use: the workload's, plus what sets this run apart (a TPC-C profile).
+    pub fn describe(&self) -> String {
+        match self {
+            Options::Tpcc(o) => o.describe(),
+            o => o.name().to_string(),
+        }
+    }
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options::Ds2(ds2::Mix::default())
+    }
+}
+
+/// Which workload with its options, and what every workload takes: built once from the
+/// command line or a study file, and handed to child runs whole.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct WorkloadSpec {
-    pub name: String,
+    #[serde(flatten)]
+    pub options: Options,
     /// The workload's size, in its own terms; `None` takes the workload's default.
+    #[serde(default)]
     pub size: Option<String>,
+    /// How often a fixed-work workload repeats its unit (batch: executions per statement,
+    /// bignw: units per benchmark, fileio and cipher: runs); `None` takes its default.
+    #[serde(default)]
+    pub repeat: Option<u32>,
+    #[serde(default)]
     pub seed: u64,
-    pub ds2: ds2::Mix,
-    pub tpcc: tpcc::Options,
-    pub batch: batch::Options,
-    pub bignw: bignw::Options,
     /// Runs start from cold caches (the batch suite goes cold before every execution).
+    #[serde(default)]
     pub cold: bool,
+}
+
+impl WorkloadSpec {
+    pub fn name(&self) -> &'static str {
+        self.options.name()
+    }
+
+    pub fn describe(&self) -> String {
+        self.options.describe()
+    }
+
+    /// How often to repeat the workload's unit: `repeat`, or the workload's `default`.
+    pub fn repeat_or(&self, default: u32) -> Result<u32> {
+        match self.repeat.unwrap_or(default) {
+            n @ 1..=10_000 => Ok(n),
+            n => anyhow::bail!("{} takes repeat from 1 to 10000, not {n}", self.name()),
+        }
+    }
+
+    /// The workload, driven or standalone.
+    pub fn kind(&self) -> Result<Kind> {
+        Ok(match &self.options {
+            Options::Ds2(mix) => Kind::Driven(Box::new(ds2::Ds2::new(self, mix)?)),
+            Options::Tpcb(_) => Kind::Driven(Box::new(tpcb::Tpcb::new(self)?)),
+            Options::Tpcc(o) => Kind::Driven(Box::new(tpcc::Tpcc::new(self, o)?)),
+            Options::Batch(_) => Kind::Driven(Box::new(batch::Batch::new(self)?)),
+            Options::Bignw(o) => Kind::Driven(Box::new(bignw::Bignw::new(self, o)?)),
+            Options::Fileio(_) => Kind::Standalone(Box::new(fileio::Fileio::new(self)?)),
+            Options::Cipher(o) => Kind::Standalone(Box::new(cipher::Aes::new(self, o)?)),
+        })
+    }
+
+    /// The workload that drives a database; a standalone one (fileio, cipher) is an error.
+    pub fn driven(&self) -> Result<Box<dyn Workload>> {
+        match self.kind()? {
+            Kind::Driven(w) => Ok(w),
+            Kind::Standalone(_) => {
+                anyhow::bail!("{} needs no database: run it with 'dbvs {}' or in a study", self.name(), self.name())
+            }
+        }
+    }
+}
+
+/// A workload that measures without a database or the driver (a file on the storage under
+/// test, AES in memory): it runs itself and writes its own record.
+pub trait Standalone {
+    /// Its measures, declared before any run.
+    fn measures(&self) -> Vec<Measure>;
+    /// Whether what it writes stays on the storage under test, for the plaintext scan.
+    fn leaves_data(&self) -> bool;
+    /// One measured run, in `dir` (the storage under test) where it writes at all; with
+    /// `keep` its file stays there for the scan.
+    fn run(&self, dir: Option<&std::path::Path>, threads: usize, keep: bool) -> Result<crate::record::RunRecord>;
+}
+
+/// What every workload is: one that drives a database, or one that runs on its own.
+pub enum Kind {
+    Driven(Box<dyn Workload>),
+    Standalone(Box<dyn Standalone>),
+}
+
+impl Kind {
+    /// What a study compares: the measures, declared before any run.
+    pub fn measures(&self) -> Vec<Measure> {
+        match self {
+            Kind::Driven(w) => w.measures(None),
+            Kind::Standalone(s) => s.measures(),
+        }
+    }
+
+    /// Whether the run leaves data on the storage under test for the plaintext scan.
+    pub fn leaves_data(&self) -> bool {
+        match self {
+            Kind::Driven(_) => true,
+            Kind::Standalone(s) => s.leaves_data(),
+        }
+    }
+
+    pub fn as_driven(&self) -> Option<&dyn Workload> {
+        match self {
+            Kind::Driven(w) => Some(w.as_ref()),
+            Kind::Standalone(_) => None,
+        }
+    }
+}
+
+/// One part of a workload that a study compares as a workload of its own (a bignw benchmark).
+pub struct Part {
+    /// What the part adds to the workload's label.
+    pub about: String,
+    pub options: Options,
 }
 
 /// Checks that a pristine database was built the way this run asks for (same workload,
@@ -138,29 +307,6 @@ pub fn ensure_identity(wanted: &BuildMeta, found: &BuildMeta, location: &str) ->
     Ok(())
 }
 
-/// What a study compares for workload `name`: its measures as declared before any run.
-/// `fileio` and `cipher` measure storage and memory without the driver, so they are not
-/// [`Workload`]s; their measures are declared here too.
-pub fn declared_measures(spec: &WorkloadSpec) -> Result<Vec<Measure>> {
-    match spec.name.as_str() {
-        "fileio" => Ok(fileio::measures(None)),
-        "cipher" => Ok(vec![crate::cipher::throughput(&[])]),
-        _ => Ok(by_name(spec)?.measures(None)),
-    }
-}
-
-/// Looks a workload up by name.
-pub fn by_name(args: &WorkloadSpec) -> Result<Box<dyn Workload>> {
-    match args.name.as_str() {
-        "ds2" => Ok(Box::new(ds2::Ds2::new(args)?)),
-        "tpcb" => Ok(Box::new(tpcb::Tpcb::new(args)?)),
-        "tpcc" => Ok(Box::new(tpcc::Tpcc::new(args)?)),
-        "batch" => Ok(Box::new(batch::Batch::new(args)?)),
-        "bignw" => Ok(Box::new(bignw::Bignw::new(args)?)),
-        name => anyhow::bail!("unknown workload '{name}': available: {}", NAMES.join(", ")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,5 +318,26 @@ mod tests {
         let e = ensure_identity(&want, &have, "/x.db").unwrap_err().to_string();
         assert!(e.contains("size 1MB") && e.contains("--size"), "{e}");
         assert!(ensure_identity(&want, &want, "/x.db").is_ok());
+    }
+
+    #[test]
+    fn every_name_is_a_workload_and_an_unknown_one_lists_them() {
+        for name in ALL {
+            assert_eq!(Options::named(name).unwrap().name(), *name);
+        }
+        let e = Options::named("tpcd").unwrap_err().to_string();
+        assert!(e.contains("'tpcd'") && e.contains("cipher"), "{e}");
+        assert_eq!(throughput_names(), ["ds2", "tpcb", "tpcc"]);
+        assert_eq!(driven_names(), ["ds2", "tpcb", "tpcc", "batch", "bignw"]);
+    }
+
+    #[test]
+    fn options_sit_beside_the_name_and_a_stray_key_is_refused() {
+        let w: WorkloadSpec = serde_json::from_str(r#"{"name":"tpcc","profile":"query","size":"2"}"#).unwrap();
+        assert_eq!((w.describe(), w.size.as_deref()), ("tpcc hammerora-query".to_string(), Some("2")));
+        let e = serde_json::from_str::<WorkloadSpec>(r#"{"name":"batch","profile":"query"}"#).unwrap_err();
+        assert!(e.to_string().contains("unknown field `profile`"), "{e}");
+        let back: WorkloadSpec = serde_json::from_str(&serde_json::to_string(&w).unwrap()).unwrap();
+        assert_eq!(back.describe(), w.describe());
     }
 }

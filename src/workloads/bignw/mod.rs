@@ -19,7 +19,7 @@ pub mod benchmarks;
 mod data;
 mod schema;
 
-use super::{Check, Measure, Workload, WorkloadSpec};
+use super::{Check, Measure, Part, Workload, WorkloadSpec};
 use crate::driver::{FromStart, IntervalSample, Pacing, RunResult, UnitRecorder, Worker};
 use crate::targets::sql as seam;
 use crate::targets::{BuildMeta, Connection, Database, Engine};
@@ -27,6 +27,7 @@ use anyhow::{bail, Context, Result};
 use benchmarks::{UnitResult, ALL, KEYS};
 use data::Sizes;
 use indicatif::ProgressBar;
+use serde::Deserialize as _;
 use serde::Serialize;
 use serde_json::json;
 use std::sync::Mutex;
@@ -38,7 +39,7 @@ const ROWS_PER_INSERT: usize = 500;
 
 /// bignw's options, on the command line and in run specs.
 #[derive(clap::Args, Clone, Debug, Serialize, serde::Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 #[group(id = "bignw_options")]
 pub struct Options {
     /// bignw: the benchmarks to run, e.g. 1,4,10 [default: all ten].
@@ -46,11 +47,27 @@ pub struct Options {
     pub benchmarks: Vec<u8>,
     /// bignw: the time one calibrated unit should take at least (the seed: 5 s).
     #[arg(long, default_value = "5s", value_parser = crate::sys::units::parse_duration)]
+    #[serde(with = "crate::sys::units::duration_text")]
     pub unit_time: Duration,
     /// bignw: iterations per unit instead of calibrating: one number for every benchmark,
     /// or N=K pairs such as 1=12,2=19.
     #[arg(long)]
+    #[serde(deserialize_with = "number_or_text")]
     pub unit_iterations: Option<String>,
+}
+
+/// `unit_iterations = 12` or `unit_iterations = "1=12,2=19"` in a study file.
+fn number_or_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Given {
+        Number(u64),
+        Text(String),
+    }
+    Ok(Option::<Given>::deserialize(d)?.map(|given| match given {
+        Given::Number(n) => n.to_string(),
+        Given::Text(t) => t,
+    }))
 }
 
 impl Default for Options {
@@ -111,24 +128,25 @@ pub struct Bignw {
     selected: Vec<usize>,
     unit_time: Duration,
     fixed: Vec<Option<u64>>,
+    options: Options,
     times: Mutex<[Times; 10]>,
 }
 
 impl Bignw {
-    pub fn new(args: &WorkloadSpec) -> Result<Self> {
+    pub fn new(args: &WorkloadSpec, options: &Options) -> Result<Self> {
         let scale = scale(args.size.as_deref())?;
-        if let Some(b) = args.bignw.benchmarks.iter().find(|b| !(1..=10).contains(*b)) {
+        if let Some(b) = options.benchmarks.iter().find(|b| !(1..=10).contains(*b)) {
             bail!("bignw has benchmarks 1 to 10, not {b}");
         }
-        let mut selected: Vec<usize> = args.bignw.benchmarks.iter().map(|&b| usize::from(b) - 1).collect();
+        let mut selected: Vec<usize> = options.benchmarks.iter().map(|&b| usize::from(b) - 1).collect();
         if selected.is_empty() {
             selected = (0..ALL.len()).collect();
         }
         selected.dedup();
-        if args.bignw.unit_time.is_zero() {
+        if options.unit_time.is_zero() {
             bail!("--unit-time must be longer than 0");
         }
-        let fixed = match &args.bignw.unit_iterations {
+        let fixed = match &options.unit_iterations {
             Some(spec) => fixed_iterations(spec, &selected)?,
             None => vec![None; ALL.len()],
         };
@@ -136,11 +154,12 @@ impl Bignw {
             scale,
             sizes: Sizes::at(scale),
             seed: args.seed,
-            repeat: args.batch.repeat,
+            repeat: args.repeat_or(5)?,
             cold: args.cold,
             selected,
-            unit_time: args.bignw.unit_time,
+            unit_time: options.unit_time,
             fixed,
+            options: options.clone(),
             times: Mutex::default(),
         })
     }
@@ -397,6 +416,26 @@ impl Workload for Bignw {
         (found.len() == all.len()).then(|| found.join(","))
     }
 
+    fn needs_calibration(&self) -> bool {
+        self.options.unit_iterations.is_none()
+    }
+
+    fn calibrated(&self, found: &str) -> Option<super::Options> {
+        Some(super::Options::Bignw(Options { unit_iterations: Some(found.into()), ..self.options.clone() }))
+    }
+
+    /// Each benchmark on its own, so every block runs it on every variant in turn (the
+    /// seed's balanced order).
+    fn parts(&self) -> Vec<Part> {
+        self.selected
+            .iter()
+            .map(|&b| Part {
+                about: format!("{} {}", ALL[b].key, ALL[b].name),
+                options: super::Options::Bignw(Options { benchmarks: vec![b as u8 + 1], ..self.options.clone() }),
+            })
+            .collect()
+    }
+
     fn interval_line(&self, s: &IntervalSample) -> String {
         format!("{:.0} s: {} units done", s.et_s, s.units)
     }
@@ -514,5 +553,16 @@ mod tests {
         for bad in ["0", "11=2", "a=1", "1=", "1:2"] {
             assert!(fixed_iterations(bad, &[0]).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn options_read_back_what_they_write_and_take_a_number_or_pairs() {
+        for given in [r#"{"unit_iterations": 12}"#, r#"{"unit_iterations": "1=12"}"#, r#"{"unit_time": "2s"}"#] {
+            let o: Options = serde_json::from_str(given).unwrap();
+            let back: Options = serde_json::from_str(&serde_json::to_string(&o).unwrap()).unwrap();
+            assert_eq!((back.unit_iterations, back.unit_time), (o.unit_iterations, o.unit_time), "{given}");
+        }
+        let o: Options = serde_json::from_str(r#"{"unit_iterations": 12, "unit_time": "2s"}"#).unwrap();
+        assert_eq!((o.unit_iterations.as_deref(), o.unit_time), (Some("12"), Duration::from_secs(2)));
     }
 }

@@ -49,7 +49,7 @@ const FORMAT: &str = "2";
 
 /// The order mix, with DS2's parameter names and defaults.
 #[derive(Clone, Debug, Serialize, serde::Deserialize, clap::Args)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct Mix {
     /// Percent of orders that register a new customer instead of logging in (0-100).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(0..=100))]
@@ -78,8 +78,8 @@ pub struct Ds2 {
 }
 
 impl Ds2 {
-    pub fn new(args: &WorkloadSpec) -> Result<Self> {
-        Ok(Self { size: Size::parse(args.size.as_deref().unwrap_or("10MB"))?, seed: args.seed, mix: args.ds2.clone() })
+    pub fn new(args: &WorkloadSpec, mix: &Mix) -> Result<Self> {
+        Ok(Self { size: Size::parse(args.size.as_deref().unwrap_or("10MB"))?, seed: args.seed, mix: mix.clone() })
     }
 }
 

@@ -258,7 +258,12 @@ mod tests {
     use super::*;
 
     fn args(size: Option<&str>) -> WorkloadSpec {
-        WorkloadSpec { name: "tpcb".into(), size: size.map(String::from), seed: 1, ..Default::default() }
+        WorkloadSpec {
+            options: crate::workloads::Options::Tpcb(Default::default()),
+            size: size.map(String::from),
+            seed: 1,
+            ..Default::default()
+        }
     }
 
     #[test]

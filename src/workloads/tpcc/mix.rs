@@ -27,7 +27,9 @@ const PROFILES: &[(&str, [u32; 5])] = &[
     ("hammerora-update", [20, 10, 10, 1, 1]),
 ];
 
+/// Written as text everywhere (study files, run specs): a profile name or five weights.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub struct Profile {
     pub name: String,
     /// NewOrder/Payment/Delivery/StockLevel/OrderStatus, as the seed writes them.
@@ -64,6 +66,20 @@ impl std::str::FromStr for Profile {
                  or five weights NewOrder/Payment/Delivery/StockLevel/OrderStatus such as 45/43/4/4/4"
             ),
         }
+    }
+}
+
+impl TryFrom<String> for Profile {
+    type Error = anyhow::Error;
+
+    fn try_from(s: String) -> Result<Self> {
+        s.parse()
+    }
+}
+
+impl From<Profile> for String {
+    fn from(p: Profile) -> String {
+        p.name.strip_prefix("custom ").map_or(p.name.clone(), String::from)
     }
 }
 

@@ -48,7 +48,7 @@ const FORMAT: &str = "1";
 
 /// TPC-C's options, on the command line and in run specs.
 #[derive(clap::Args, Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 #[group(id = "tpcc_options")]
 pub struct Options {
     /// tpcc: transaction mix: standard (45/43/4/4/4), hammerora-default (20/10/10/50/30),
@@ -59,6 +59,16 @@ pub struct Options {
     /// tpcc: keying and think times per the TPC-C spec (18 s keying before a New-Order...).
     #[arg(long)]
     pub spec_pacing: bool,
+}
+
+impl Options {
+    /// The workload's name, with the profile when it is not the standard mix.
+    pub fn describe(&self) -> String {
+        match self.profile == Profile::default() {
+            true => "tpcc".into(),
+            false => format!("tpcc {}", String::from(self.profile.clone())),
+        }
+    }
 }
 
 /// Loader threads: one per core, but no more than there are parts to load.
@@ -117,8 +127,8 @@ pub struct Tpcc {
 }
 
 impl Tpcc {
-    pub fn new(args: &WorkloadSpec) -> Result<Self> {
-        Ok(Self { warehouses: warehouses(args.size.as_deref())?, seed: args.seed, opts: args.tpcc.clone() })
+    pub fn new(args: &WorkloadSpec, opts: &Options) -> Result<Self> {
+        Ok(Self { warehouses: warehouses(args.size.as_deref())?, seed: args.seed, opts: opts.clone() })
     }
 }
 
