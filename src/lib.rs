@@ -7,6 +7,7 @@ pub mod cli;
 pub mod driver;
 pub mod host;
 pub mod interrupt;
+pub mod measure;
 pub mod record;
 pub mod report;
 pub mod run;

@@ -146,6 +146,11 @@ impl RunRecord {
         }
     }
 
+    /// The record of a standalone workload's run.
+    pub fn of_standalone(workload: &str, run: crate::workloads::StandaloneRun) -> Self {
+        Self::standalone(workload, run.status, run.params, run.headline, run.measures, run.metrics)
+    }
+
     /// A record of a workload that does not use the driver (fileio, cipher).
     pub fn standalone(
         workload: &str,
@@ -187,7 +192,7 @@ impl RunRecord {
 
     /// The value of the measure called `name`, when the run completed.
     pub fn measure(&self, name: &str) -> Option<f64> {
-        (self.status == RunStatus::Completed).then(|| crate::workloads::measure::value_of(&self.measures, name))?
+        (self.status == RunStatus::Completed).then(|| crate::measure::value_of(&self.measures, name))?
     }
 
     /// The cause of a run that did not complete.

@@ -77,7 +77,7 @@ fn an_injected_slowdown_is_detected_with_a_ci_around_the_true_ratio() {
     let f = write_study(
         dir.path(),
         &format!(
-            "name = \"slow\"\nblocks = {{ min = 6, max = 6 }}\n{SMALL}\n\
+            "name = \"slow\"\nblocks = {{ min = 6, max = 6 }}\ninterleave = \"100ms\"\n{SMALL}\n\
              [[variants]]\nname = \"base\"\nkind = \"delay\"\nper_transaction = \"4ms\"\n\
              [[variants]]\nname = \"slower\"\nkind = \"delay\"\nper_transaction = \"6ms\"\n"
         ),

@@ -8,7 +8,7 @@
 //! encrypted and decrypted whole, as many times as fit in [`MIN_TIME`]; the median of the
 //! runs is reported. MB is 10^6 bytes, as `openssl speed` counts.
 
-use crate::workloads::Measure;
+use crate::measure::Measure;
 use anyhow::{bail, Context, Result};
 use openssl::cipher::{Cipher, CipherRef};
 use openssl::cipher_ctx::CipherCtx;

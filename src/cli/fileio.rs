@@ -1,6 +1,7 @@
 //! `dbvs fileio`: seed 002's copy test on a directory (the storage under test).
 
 use crate::driver::RunStatus;
+use crate::record::RunRecord;
 use crate::sys::create_output;
 use crate::workloads::{fileio::Fileio, Options, WorkloadSpec};
 use anyhow::Result;
@@ -43,6 +44,7 @@ pub fn main(args: FileioArgs) -> Result<ExitCode> {
     let json_out = args.json.as_deref().map(create_output).transpose()?;
     let fileio = Fileio::new(&spec)?;
     let outcome = fileio.measure(&args.dir, args.keep)?;
+    let record = RunRecord::of_standalone("fileio", outcome.run);
     if let Some(s) = &outcome.summary {
         let mut t = Table::new();
         t.load_preset(UTF8_FULL_CONDENSED);
@@ -65,11 +67,11 @@ pub fn main(args: FileioArgs) -> Result<ExitCode> {
         );
     }
     if let (Some(mut f), Some(p)) = (json_out, &args.json) {
-        serde_json::to_writer_pretty(&mut f, &outcome.record)?;
+        serde_json::to_writer_pretty(&mut f, &record)?;
         writeln!(f)?;
         eprintln!("run record written to {}", p.display());
     }
-    Ok(match outcome.record.status {
+    Ok(match record.status {
         RunStatus::Completed => ExitCode::SUCCESS,
         RunStatus::Interrupted => ExitCode::from(130),
         RunStatus::Failed(cause) => {

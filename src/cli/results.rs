@@ -1,11 +1,11 @@
 //! `dbvs results`, `dbvs report` and `dbvs compare`: reading the results store back.
 
 use crate::driver::{LatencySummary, RunStatus};
+use crate::measure::value_of;
 use crate::record::RunRecord;
 use crate::report::{Format, StudyReport};
 use crate::status::{Status, VariantStatus};
 use crate::store::{self, Store};
-use crate::workloads::measure::value_of;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};

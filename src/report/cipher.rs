@@ -3,7 +3,7 @@
 
 use super::{html, tables::Table};
 use crate::cipher::{Point, Series};
-use crate::workloads::Measure;
+use crate::measure::Measure;
 use anyhow::Result;
 use plotters::prelude::*;
 use serde::Serialize;

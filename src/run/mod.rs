@@ -86,7 +86,8 @@ pub fn run(spec: &RunSpec) -> Result<ExitCode> {
 fn standalone(spec: &RunSpec, w: &dyn Standalone) -> Result<ExitCode> {
     let json_out = spec.json.as_deref().map(create_output).transpose()?;
     let mut store = spec.store.then(|| Store::open(&crate::store::default_path())).transpose()?;
-    let record = w.run(spec.db.data_dir.as_deref(), spec.pacing.threads as usize, spec.keep_db.is_some())?;
+    let run = w.run(spec.db.data_dir.as_deref(), spec.pacing.threads as usize, spec.keep_db.is_some())?;
+    let record = RunRecord::of_standalone(spec.db.workload.name(), run);
     summary::print(&record, &[]);
     if let Some(f) = json_out {
         write_record(f, spec, &record)?;

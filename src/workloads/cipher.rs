@@ -2,10 +2,9 @@
 //! workload. It touches no storage; the variant's environment (AES-NI masked or not) is
 //! what it measures. `dbvs cipher` gives the full table over sizes and both AES-NI settings.
 
-use super::{Measure, Standalone, WorkloadSpec};
+use super::{Measure, Standalone, StandaloneRun, WorkloadSpec};
 use crate::cipher::{self, Algo};
 use crate::driver::RunStatus;
-use crate::record::RunRecord;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -43,7 +42,7 @@ impl Standalone for Aes {
         false
     }
 
-    fn run(&self, _dir: Option<&Path>, threads: usize, _keep: bool) -> Result<RunRecord> {
+    fn run(&self, _dir: Option<&Path>, threads: usize, _keep: bool) -> Result<StandaloneRun> {
         let params = serde_json::json!({
             "cipher": self.algo.name(), "size": self.size.0, "runs": self.runs, "threads": threads,
         });
@@ -52,7 +51,13 @@ impl Standalone for Aes {
             Err(e) if e.is::<crate::interrupt::Interrupted>() => (RunStatus::Interrupted, vec![]),
             Err(e) => (RunStatus::Failed(format!("{e:#}")), vec![]),
         };
-        let measure = cipher::throughput(&series);
-        Ok(RunRecord::standalone("cipher", status, params, measure.clone(), vec![measure], cipher::metrics(&series)))
+        let headline = cipher::throughput(&series);
+        Ok(StandaloneRun {
+            status,
+            params,
+            measures: vec![headline.clone()],
+            headline,
+            metrics: cipher::metrics(&series),
+        })
     }
 }

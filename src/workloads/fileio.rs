@@ -6,9 +6,8 @@
 //! It needs no database, so it is a [`Standalone`] workload: `dbvs fileio --dir DIR`, and in
 //! studies a run on each variant's storage.
 
-use super::{Measure, Standalone, WorkloadSpec};
+use super::{Measure, Standalone, StandaloneRun, WorkloadSpec};
 use crate::driver::RunStatus;
-use crate::record::RunRecord;
 use anyhow::{bail, Context, Result};
 use rand::RngCore;
 use serde::Serialize;
@@ -150,9 +149,9 @@ pub struct Fileio {
     seed: u64,
 }
 
-/// A run's record, and the runs' summary for the table `dbvs fileio` prints.
+/// What the runs found, and their summary for the table `dbvs fileio` prints.
 pub struct Outcome {
-    pub record: RunRecord,
+    pub run: StandaloneRun,
     pub summary: Option<Summary>,
     /// The runs done.
     pub runs: usize,
@@ -212,10 +211,11 @@ impl Fileio {
             let _ = std::fs::remove_file(dir.join(FILE));
         }
         let summary = (!runs.is_empty()).then(|| summarize(&runs));
-        let measures = measures(summary.as_ref());
         let params = serde_json::json!({ "dir": dir, "size_bytes": self.size, "runs": runs.len() });
-        let record = RunRecord::standalone("fileio", status, params, measures[0].clone(), measures, metrics(&runs));
-        Ok(Outcome { record, summary, runs: runs.len() })
+        let measures = measures(summary.as_ref());
+        let headline = measures[0].clone();
+        let run = StandaloneRun { status, params, headline, measures, metrics: metrics(&runs) };
+        Ok(Outcome { run, summary, runs: runs.len() })
     }
 }
 
@@ -228,9 +228,9 @@ impl Standalone for Fileio {
         true
     }
 
-    fn run(&self, dir: Option<&Path>, _threads: usize, keep: bool) -> Result<RunRecord> {
+    fn run(&self, dir: Option<&Path>, _threads: usize, keep: bool) -> Result<StandaloneRun> {
         let dir = dir.context("fileio needs the directory to test (dbvs fileio --dir DIR)")?;
-        Ok(self.measure(dir, keep)?.record)
+        Ok(self.measure(dir, keep)?.run)
     }
 }
 

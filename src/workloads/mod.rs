@@ -11,15 +11,14 @@ pub mod bignw;
 pub mod cipher;
 pub mod ds2;
 pub mod fileio;
-pub mod measure;
 pub mod tpcb;
 pub mod tpcc;
 
 use crate::driver::{FromStart, IntervalSample, RunResult, Worker};
+pub use crate::measure::Measure;
 use crate::targets::{BuildMeta, Database};
 use anyhow::Result;
 use indicatif::ProgressBar;
-pub use measure::Measure;
 use serde::{Deserialize, Serialize};
 
 /// Every workload's build writes this marker into its data, so the plaintext canary scan
@@ -245,7 +244,19 @@ pub trait Standalone {
     fn leaves_data(&self) -> bool;
     /// One measured run, in `dir` (the storage under test) where it writes at all; with
     /// `keep` its file stays there for the scan.
-    fn run(&self, dir: Option<&std::path::Path>, threads: usize, keep: bool) -> Result<crate::record::RunRecord>;
+    fn run(&self, dir: Option<&std::path::Path>, threads: usize, keep: bool) -> Result<StandaloneRun>;
+}
+
+/// What a standalone run found, for its run record.
+pub struct StandaloneRun {
+    pub status: crate::driver::RunStatus,
+    /// The run's parameters, for reports.
+    pub params: serde_json::Value,
+    pub headline: Measure,
+    /// Its measures with their values.
+    pub measures: Vec<Measure>,
+    /// Everything else it reports, in its own shape.
+    pub metrics: serde_json::Value,
 }
 
 /// What every workload is: one that drives a database, or one that runs on its own.
