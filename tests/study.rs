@@ -142,6 +142,25 @@ fn an_interleaved_study_measures_both_variants_in_one_run_per_block() {
     // The same allowance as the separate-runs test for the busy-wait's effect on the DB work.
     const MODEL_BIAS: f64 = 0.015;
     assert!(lo - MODEL_BIAS <= truth && truth <= hi + MODEL_BIAS, "CI [{lo}, {hi}] misses the true ratio {truth}");
+    // The engine runs in the workers' threads, so their CPU per order is compared too: the
+    // 2 ms more of busy-wait is CPU (less whatever the hypervisor stole mid-spin).
+    let cpu = r["measures"].as_array().unwrap().iter().find(|m| m["measure"]["name"] == "in-process CPU per unit");
+    let cpu = cpu.unwrap_or_else(|| panic!("no CPU measure in {}", r["measures"]));
+    let mean = |i: usize| cpu["summaries"][i][1]["mean"].as_f64().unwrap();
+    assert_eq!(cpu["summaries"][0][0], "base");
+    assert!((1.2..2.2).contains(&(mean(1) - mean(0))), "CPU per order {} vs {} ms", mean(1), mean(0));
+    assert_eq!(cpu["comparisons"][0]["verdict"]["verdict"], "slower", "{cpu}");
+    // Each block drew its own slice order.
+    let seeds: std::collections::BTreeSet<u64> = runs
+        .iter()
+        .filter(|f| f.ends_with("-base+slower-ds2.spec.json"))
+        .map(|f| {
+            let spec: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(out.join("runs").join(f)).unwrap()).unwrap();
+            spec["slice_seed"].as_u64().unwrap()
+        })
+        .collect();
+    assert_eq!(seeds.len(), 6, "{seeds:?}");
 }
 
 #[test]

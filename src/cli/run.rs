@@ -112,6 +112,7 @@ impl RunArgs {
             keep_db: self.keep_db,
             interleave: vec![],
             slice: std::time::Duration::from_secs(1),
+            slice_seed: 0,
         })
     }
 }

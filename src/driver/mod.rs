@@ -322,6 +322,7 @@ fn work(
         }
         rec.clear();
         let t0 = Instant::now();
+        let cpu0 = thread_cpu();
         let outcome = match worker.run_unit(&mut rec) {
             Ok(o) => o,
             Err(e) => return fail(format!("{e:#}")),
@@ -337,12 +338,20 @@ fn work(
         done += 1;
         if phase.load(Relaxed) != PHASE_DONE {
             stats.record(i, &rec, outcome);
-            stats.account(&rec, t0.elapsed());
+            stats.account(&rec, t0.elapsed(), thread_cpu().saturating_sub(cpu0));
         }
         if think > 0.0 && stop.sleep(Duration::from_secs_f64(rng.random_range(0.0..2.0 * think))) {
             break;
         }
     }
+}
+
+/// CPU time the calling thread has used so far (user and system).
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime only writes into the timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 /// User plus system CPU seconds this process has used so far.
@@ -403,6 +412,32 @@ mod tests {
         // Every fourth unit rolls back.
         let rate = r.measured.rollbacks as f64 / r.measured.units as f64;
         assert!((rate - 0.25).abs() < 0.05, "{rate}");
+    }
+
+    /// Burns `self.0` of CPU per unit.
+    struct Spinner(Duration);
+    impl Worker for Spinner {
+        fn run_unit(&mut self, rec: &mut UnitRecorder) -> anyhow::Result<Outcome> {
+            let t = Instant::now();
+            while t.elapsed() < self.0 {
+                std::hint::spin_loop();
+            }
+            rec.op(0, t.elapsed());
+            Ok(Outcome::Committed)
+        }
+    }
+
+    #[test]
+    fn worker_cpu_counts_what_units_compute_not_what_they_wait_for() {
+        let per_unit = |mk: &(dyn Fn(usize) -> anyhow::Result<Box<dyn Worker>> + Sync)| {
+            let r = run(&pacing(1, 0, 400), &["op"], mk, &mut |_| {});
+            r.measured.worker_cpu_s / r.measured.units as f64
+        };
+        // A busy unit's CPU is at most its wall time and, unless the VM stole most of it, close.
+        let spin = per_unit(&|_| Ok(Box::new(Spinner(Duration::from_millis(2))) as Box<dyn Worker>));
+        assert!(spin > 0.0012 && spin < 0.0025, "{spin}");
+        let sleep = per_unit(&|_| Ok(Box::new(Sleeper(Duration::from_millis(2), 0)) as Box<dyn Worker>));
+        assert!(sleep < 0.0004, "{sleep}");
     }
 
     #[test]

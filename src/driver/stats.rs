@@ -140,6 +140,8 @@ pub struct SharedStats {
     lock_waits: AtomicU64,
     driver_ns: AtomicU64,
     worker_busy_ns: AtomicU64,
+    /// CPU time the workers' threads used for measured units.
+    worker_cpu_ns: AtomicU64,
     committed_from_start: AtomicU64,
     rolled_back_from_start: AtomicU64,
     ops_from_start: Vec<AtomicU64>,
@@ -192,6 +194,9 @@ pub struct Measured {
     /// Share of the workers' busy time spent in driver code rather than waiting on the
     /// database: random choices, bookkeeping, histogram updates.
     pub driver_overhead_pct: f64,
+    /// CPU seconds the workers' threads used for the measured units (with an embedded
+    /// engine, the engine's work too; time stolen by the hypervisor is not in it).
+    pub worker_cpu_s: f64,
 }
 
 impl SharedStats {
@@ -205,6 +210,7 @@ impl SharedStats {
             lock_waits: AtomicU64::new(0),
             driver_ns: AtomicU64::new(0),
             worker_busy_ns: AtomicU64::new(0),
+            worker_cpu_ns: AtomicU64::new(0),
             committed_from_start: AtomicU64::new(0),
             rolled_back_from_start: AtomicU64::new(0),
             ops_from_start: (0..ops).map(|_| AtomicU64::new(0)).collect(),
@@ -259,12 +265,14 @@ impl SharedStats {
     }
 
     /// Accounts the time a unit kept its worker busy (`busy`, from the start of the unit to
-    /// the end of its bookkeeping) and how much of that was driver code.
-    pub fn account(&self, rec: &UnitRecorder, busy: Duration) {
+    /// the end of its bookkeeping), how much of that was driver code, and the CPU time the
+    /// worker's thread used for it (`cpu`).
+    pub fn account(&self, rec: &UnitRecorder, busy: Duration, cpu: Duration) {
         let db = rec.timed_total() + rec.untimed;
         let driver = busy.saturating_sub(db);
         self.driver_ns.fetch_add(driver.as_nanos() as u64, Relaxed);
         self.worker_busy_ns.fetch_add(busy.as_nanos() as u64, Relaxed);
+        self.worker_cpu_ns.fetch_add(cpu.as_nanos() as u64, Relaxed);
     }
 
     /// Zeroes the measured statistics; called once when warmup ends.
@@ -277,6 +285,7 @@ impl SharedStats {
             &self.lock_waits,
             &self.driver_ns,
             &self.worker_busy_ns,
+            &self.worker_cpu_ns,
         ] {
             a.store(0, Relaxed);
         }
@@ -337,6 +346,7 @@ impl SharedStats {
             } else {
                 100.0 * self.driver_ns.load(Relaxed) as f64 / busy as f64
             },
+            worker_cpu_s: self.worker_cpu_ns.load(Relaxed) as f64 / 1e9,
         }
     }
 }
@@ -410,7 +420,8 @@ mod tests {
         let mut r = unit(&[(0, 6)]);
         r.untimed(Duration::from_millis(2));
         s.record(0, &r, Outcome::Committed);
-        s.account(&r, Duration::from_millis(10));
-        assert!((s.measured(&["a"]).driver_overhead_pct - 20.0).abs() < 1e-9);
+        s.account(&r, Duration::from_millis(10), Duration::from_millis(3));
+        let m = s.measured(&["a"]);
+        assert!((m.driver_overhead_pct - 20.0).abs() < 1e-9 && (m.worker_cpu_s - 0.003).abs() < 1e-12, "{m:?}");
     }
 }

@@ -70,12 +70,23 @@ pub fn combine(mut records: Vec<RunRecord>) -> RunRecord {
     first
 }
 
-/// Each measure summed over the instances (`None` when any instance lacks it).
+/// Each measure over the instances: rates (higher is better) add up, costs per unit are
+/// averaged over the units; `None` when any instance lacks it.
 fn summed(records: &[RunRecord]) -> Vec<Measure> {
     records[0]
         .measures
         .iter()
         .enumerate()
-        .map(|(i, m)| Measure { value: records.iter().map(|r| r.measures.get(i)?.value).sum(), ..m.clone() })
+        .map(|(i, m)| {
+            let values = records.iter().map(|r| Some((r.measures.get(i)?.value?, r.counts.units as f64)));
+            let value = match m.higher_is_better {
+                true => values.map(|v| v.map(|(x, _)| x)).sum(),
+                false => values.collect::<Option<Vec<_>>>().and_then(|v| {
+                    let units: f64 = v.iter().map(|(_, u)| u).sum();
+                    (units > 0.0).then(|| v.iter().map(|(x, u)| x * u).sum::<f64>() / units)
+                }),
+            };
+            Measure { value, ..m.clone() }
+        })
         .collect()
 }

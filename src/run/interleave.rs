@@ -83,7 +83,7 @@ fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<
     // The first variant's disks and server stand for the machine every side shares.
     let sampler = sets[0].sampler(spec)?;
     // The slices start where the measured window does; the warm-up alternates too.
-    let slices = Slices::new(sets.len(), spec.slice, Instant::now() + pacings[0].warmup, seed);
+    let slices = Slices::new(sets.len(), spec.slice, Instant::now() + pacings[0].warmup, spec.slice_seed);
     let bar = ProgressBar::hidden();
     let results: Vec<driver::RunResult> = std::thread::scope(|s| {
         let handles: Vec<_> = sets

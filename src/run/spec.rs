@@ -203,6 +203,11 @@ pub struct RunSpec {
     /// The length of one slice of an interleaved run.
     #[serde(default = "default_slice")]
     pub slice: Duration,
+    /// Seeds the order of the slices in each round. A study draws a new one per block, so
+    /// no variant holds the same places in every block (the request stream keeps the
+    /// workload's seed: every variant does the same work).
+    #[serde(default)]
+    pub slice_seed: u64,
 }
 
 /// Another variant in an interleaved run.
@@ -232,6 +237,7 @@ impl RunSpec {
             keep_db: None,
             interleave: vec![],
             slice: default_slice(),
+            slice_seed: 0,
         }
     }
 
@@ -339,6 +345,7 @@ mod tests {
             keep_db: None,
             interleave: vec![],
             slice: Duration::from_secs(1),
+            slice_seed: 0,
         }
     }
 

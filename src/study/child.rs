@@ -216,7 +216,7 @@ pub fn run_interleaved(
     sides: &[(&VariantConfig, &Prepared)],
     w: &WorkloadConfig,
     tag: &str,
-    slice: Duration,
+    (slice, slice_seed): (Duration, u64),
     keep_for_scan: bool,
 ) -> Vec<Result<RunRecord>> {
     let ran = (|| -> Result<Vec<RunRecord>> {
@@ -232,7 +232,13 @@ pub fn run_interleaved(
             .map(|(_, p)| Ok(Side { db: db_spec(ctx, p, w)?, keep_db: scan_copy(ctx, p, keep_for_scan) }))
             .collect::<Result<Vec<_>>>()?;
         let first = all.remove(0);
-        let spec = RunSpec { interleave: all, slice, keep_db: first.keep_db, ..run_spec(ctx, first.db, w, &json)? };
+        let spec = RunSpec {
+            interleave: all,
+            slice,
+            slice_seed,
+            keep_db: first.keep_db,
+            ..run_spec(ctx, first.db, w, &json)?
+        };
         let mut cmd = Command::new(ctx.exe);
         cmd.arg("run").arg("--spec").arg(spec_file(ctx, &name, &spec)?);
         let status = wait(cmd, log)?;
@@ -285,6 +291,7 @@ fn run_spec(ctx: &Context, db: DbSpec, w: &WorkloadConfig, json: &Path) -> Resul
         keep_db: None,
         interleave: vec![],
         slice: Duration::from_secs(1),
+        slice_seed: 0,
     })
 }
 

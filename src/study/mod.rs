@@ -113,7 +113,7 @@ fn run_blocks(
 
     let workloads = calibrate(&ctx, &active[0], &study.workloads)?;
     let per_workload: Vec<Vec<measures::Measure>> =
-        workloads.iter().map(|w| measures::of(w, study.seed)).collect::<Result<_>>()?;
+        workloads.iter().map(|w| measures::of(w, study.seed, study.target.engine)).collect::<Result<_>>()?;
     let all_measures: Vec<measures::Measure> = per_workload.concat();
     let (mut rows, first) = resume::preload(&mut active, &all_measures, stored);
     if first > 0 {
@@ -316,7 +316,9 @@ fn interleaved(
         let sides: Vec<_> = group.iter().map(|&i| (&active[i].cfg, &active[i].prepared)).collect();
         // The canary scan follows each variant's first run, of the first workload only.
         let keep = scan && wi == 0;
-        let results = child::run_interleaved(ctx, &sides, w, &format!("block{:02}", block + 1), slice, keep);
+        // Each block its own slice order, drawn from the study's seed.
+        let slices = (slice, ctx.study.seed ^ ((block as u64 + 1) << 32) ^ wi as u64);
+        let results = child::run_interleaved(ctx, &sides, w, &format!("block{:02}", block + 1), slices, keep);
         out.extend(group.into_iter().map(|i| (wi, i)).zip(results));
     }
     out
