@@ -244,9 +244,17 @@ impl Target for SqliteTarget {
         ));
         let db = self.db(copy, Mode::Run);
         let guard = Copied(db);
-        std::fs::copy(&self.path, &guard.0.path).with_context(|| {
-            format!("cannot copy {} for the run; is its directory writable and is there space?", self.path.display())
-        })?;
+        // Synced, the copy's pages are clean before the run: otherwise the run's first
+        // checkpoint writes the whole copy back inside the measured window, a stall that
+        // falls on one variant of a block at random.
+        std::fs::copy(&self.path, &guard.0.path)
+            .and_then(|_| std::fs::File::open(&guard.0.path)?.sync_all())
+            .with_context(|| {
+                format!(
+                    "cannot copy {} for the run; is its directory writable and is there space?",
+                    self.path.display()
+                )
+            })?;
         Ok(Box::new(guard))
     }
 }
