@@ -85,6 +85,7 @@ impl ManagedMaria {
             let mut c = Command::new(&install);
             c.arg("--no-defaults")
                 .arg(format!("--datadir={}", data.display()))
+                .arg(format!("--tmpdir={}", tmpdir(&data).display()))
                 .args(["--auth-root-authentication-method=normal", "--skip-test-db"]);
             if as_root {
                 c.arg(format!("--user={SERVER_USER}"));
