@@ -68,6 +68,7 @@ fn an_a_a_study_finds_no_significant_difference() {
 
 #[test]
 fn an_injected_slowdown_is_detected_with_a_ci_around_the_true_ratio() {
+    // Interleaved, as the main job runs; the same study also checks how the slices were run.
     // The truth below assumes an order's own database work costs the same in both variants.
     // On a shared VM it does not quite: after the longer busy-wait it ran 0.1-0.14 ms slower
     // (with or without PAUSE in the spin), which moves the ratio by about -0.012. Busy-waits
@@ -101,27 +102,6 @@ fn an_injected_slowdown_is_detected_with_a_ci_around_the_true_ratio() {
     // The point estimate is only as close as the noise allows (CPU steal reached 14% here);
     // an inverted or mispaired ratio would be off by far more.
     assert!((ratio - truth).abs() < MODEL_BIAS + (hi - lo).max(0.02), "ratio {ratio} vs true {truth}");
-}
-
-fn r_test(out: &std::path::Path) -> String {
-    report(out)["comparisons"][0]["estimate"]["test"].as_str().unwrap_or_default().to_string()
-}
-
-#[test]
-fn an_interleaved_study_measures_both_variants_in_one_run_per_block() {
-    let _turn = turn();
-    let dir = tempfile::tempdir().unwrap();
-    let f = write_study(
-        dir.path(),
-        &format!(
-            "name = \"slices\"\nblocks = {{ min = 6, max = 6 }}\ninterleave = \"100ms\"\n{SMALL}\n\
-             [[variants]]\nname = \"base\"\nkind = \"delay\"\nper_transaction = \"4ms\"\n\
-             [[variants]]\nname = \"slower\"\nkind = \"delay\"\nper_transaction = \"6ms\"\n"
-        ),
-    );
-    let out = dir.path().join("out");
-    ok(&["study", &f, "--out", out.to_str().unwrap()]);
-    let r = report(&out);
     // One child run per block measured both variants, each over its own slices' time.
     let runs = files_in(&out.join("runs"));
     let shared: Vec<&String> = runs.iter().filter(|f| f.ends_with("-base+slower-ds2.json")).collect();
@@ -133,15 +113,6 @@ fn an_interleaved_study_measures_both_variants_in_one_run_per_block() {
         let elapsed = rec["elapsed_s"].as_f64().unwrap();
         assert!((0.5..1.0).contains(&elapsed), "each variant had about half of the 1.5 s window: {elapsed}");
     }
-    let base_opm = r["variants"][0]["summary"]["mean"].as_f64().unwrap();
-    let cycle = 60.0 / base_opm;
-    let truth = cycle / (cycle + 0.002);
-    let c = &r["comparisons"][0];
-    assert_eq!(c["verdict"]["verdict"], "slower", "{c}");
-    let (lo, hi) = (c["estimate"]["ci"][0].as_f64().unwrap(), c["estimate"]["ci"][1].as_f64().unwrap());
-    // The same allowance as the separate-runs test for the busy-wait's effect on the DB work.
-    const MODEL_BIAS: f64 = 0.015;
-    assert!(lo - MODEL_BIAS <= truth && truth <= hi + MODEL_BIAS, "CI [{lo}, {hi}] misses the true ratio {truth}");
     // The engine runs in the workers' threads, so their CPU per order is compared too: the
     // 2 ms more of busy-wait is CPU (less whatever the hypervisor stole mid-spin).
     let cpu = r["measures"].as_array().unwrap().iter().find(|m| m["measure"]["name"] == "in-process CPU per unit");
@@ -161,6 +132,10 @@ fn an_interleaved_study_measures_both_variants_in_one_run_per_block() {
         })
         .collect();
     assert_eq!(seeds.len(), 6, "{seeds:?}");
+}
+
+fn r_test(out: &std::path::Path) -> String {
+    report(out)["comparisons"][0]["estimate"]["test"].as_str().unwrap_or_default().to_string()
 }
 
 #[test]
