@@ -22,6 +22,20 @@ pub fn interrupted() -> bool {
     INTERRUPTED.get().is_some_and(|f| f.load(Ordering::Relaxed))
 }
 
+/// Sleeps for `d`, waking every 100 ms to see whether the user asked to stop; returns
+/// whether they did.
+pub fn sleep(d: Duration) -> bool {
+    let until = std::time::Instant::now() + d;
+    while !interrupted() {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(100)));
+    }
+    true
+}
+
 /// Error returned by work that stopped because of [`interrupted`].
 #[derive(Debug, thiserror::Error)]
 #[error("interrupted")]

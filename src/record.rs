@@ -99,6 +99,10 @@ pub struct RunRecord {
     /// With `--instances N`: one row per instance (the figures above are their total).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instances: Option<Vec<InstanceRow>>,
+    /// Seconds spent settling the fresh copy before the run: the engine's checkpoint, the
+    /// write-back drained, and any idle time asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settle_s: Option<f64>,
 }
 
 impl RunRecord {
@@ -143,6 +147,7 @@ impl RunRecord {
             telemetry: None,
             limits: None,
             instances: None,
+            settle_s: None,
         }
     }
 
@@ -182,6 +187,7 @@ impl RunRecord {
             telemetry: None,
             limits: None,
             instances: None,
+            settle_s: None,
         }
     }
 

@@ -151,7 +151,7 @@ fn encryption_study_scans_for_plaintext_stores_runs_and_reports() {
              [[variants]]\nname = \"sqlcipher-noaesni\"\nkind = \"sqlcipher\"\naesni = false\n\
              [[variants]]\nname = \"gocryptfs\"\nkind = \"gocryptfs\"\n\
              [[variants]]\nname = \"fscrypt\"\nkind = \"fscrypt\"\nimage_size = \"128MB\"\n\
-             [[variants]]\nname = \"impossible\"\nkind = \"fscrypt\"\naesni = false\n"
+             [[variants]]\nname = \"impossible\"\nkind = \"mariadb-tde\"\n"
         ),
     );
     let out = dir.path().join("out");
@@ -161,29 +161,31 @@ fn encryption_study_scans_for_plaintext_stores_runs_and_reports() {
     assert_eq!(r_test(&out), "paired-t");
     let r = report(&out);
     assert_eq!(r["status"], "completed");
-    let canary: Vec<(String, u64)> = r["canary"]
+    let canary: Vec<(String, bool, u64)> = r["canary"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| (c["variant"].as_str().unwrap().to_string(), c["hits"].as_u64().unwrap()))
+        .map(|c| (c["variant"].as_str().unwrap().to_string(), c["encrypted"] == true, c["hits"].as_u64().unwrap()))
         .collect();
-    assert_eq!(canary.len(), 5, "{canary:?}");
-    for (v, hits) in &canary {
-        if v == "plain" {
-            assert!(*hits > 0, "the scan must see plaintext in plain storage");
-        } else {
+    // The five, and the controls of gocryptfs and fscrypt the study added.
+    assert_eq!(canary.len(), 7, "{canary:?}");
+    for (v, encrypted, hits) in &canary {
+        if *encrypted {
             assert_eq!(*hits, 0, "{v} leaks plaintext");
+        } else {
+            assert!(*hits > 0, "the scan must see plaintext in {v}'s plain storage");
         }
     }
     let skipped = r["variants"].as_array().unwrap().iter().find(|v| v["info"]["name"] == "impossible").unwrap();
     assert_eq!(skipped["status"], "skipped");
-    assert!(skipped["reason"].as_str().unwrap().contains("kernel"), "{skipped}");
-    assert_eq!(r["comparisons"].as_array().unwrap().len(), 4);
+    assert!(skipped["reason"].as_str().unwrap().contains("mariadb engine only"), "{skipped}");
+    assert_eq!(r["comparisons"].as_array().unwrap().len(), 6);
+    assert_eq!(r["controls"].as_array().unwrap().len(), 2);
     for ext in ["html", "md", "csv", "json"] {
         assert!(out.join(format!("report.{ext}")).is_file());
     }
     let csv = std::fs::read_to_string(out.join("report.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 1 + 2 * 5, "{csv}");
+    assert_eq!(csv.lines().count(), 1 + 2 * 7, "{csv}");
     // Torn down: no mounts, no work directory, no key files.
     no_mounts_under(dir.path());
     let leftovers: Vec<String> = files_in(&out).into_iter().filter(|f| f.starts_with(".work")).collect();
@@ -385,12 +387,13 @@ fn a_seed_002_study_compares_tpcc_profiles_and_batch_statements_on_postgres() {
     assert_eq!(keys[0], "\"tpcc hammerora-update\" / \"TPM\"");
     for m in measures {
         assert_eq!(m["comparisons"][0]["variant"], "gocryptfs", "{m}");
-        assert_eq!(m["summaries"].as_array().unwrap().len(), 2, "{m}");
+        assert_eq!(m["controls"][0]["against"], "plain through FUSE", "{m}");
+        assert_eq!(m["summaries"].as_array().unwrap().len(), 3, "{m}");
     }
     assert_eq!(measures[2]["measure"]["higher_is_better"], false);
     assert!(r["canary"].as_array().unwrap().iter().all(|c| c["ok"] == true), "{}", r["canary"]);
-    // Two blocks x two variants x two workloads.
-    assert_eq!(r["runs"].as_array().unwrap().iter().filter(|x| x["status"] == "completed").count(), 8);
+    // Two blocks x three variants (gocryptfs's FUSE control added) x two workloads.
+    assert_eq!(r["runs"].as_array().unwrap().iter().filter(|x| x["status"] == "completed").count(), 12);
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("## Changes vs baseline") && md.contains("| batch | q3 latency |"), "{md}");
     let csv = std::fs::read_to_string(out.join("report.csv")).unwrap();

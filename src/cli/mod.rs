@@ -159,6 +159,7 @@ impl DbArgs {
             server_settings: self.server_setting.clone(),
             limits: None,
             inject_delay: std::time::Duration::ZERO,
+            fuse_daemons: vec![],
         })
     }
 }

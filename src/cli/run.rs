@@ -50,6 +50,15 @@ pub struct RunArgs {
     /// rebooted between runs. A managed server is always freshly started for each run.
     #[arg(long)]
     cold: bool,
+    /// Idle this long before the run, after the fresh copy is settled (checkpointed and
+    /// written back), as the seeds idled after each restore.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    idle: Duration,
+    /// The memory the run may use, page cache included (e.g. 64MB): this process and a
+    /// managed server it starts share a control group with that limit, so a database
+    /// larger than it reads from storage (needs root).
+    #[arg(long, value_name = "SIZE", value_parser = crate::sys::units::parse_bytes)]
+    memory: Option<u64>,
     /// Do not record the run in the results store.
     #[arg(long)]
     no_store: bool,
@@ -101,6 +110,8 @@ impl RunArgs {
             },
             instances: self.instances,
             cold: self.cold,
+            idle: self.idle,
+            memory: self.memory,
             telemetry: TelemetrySpec {
                 sample_interval: self.sample_interval,
                 power: self.power,

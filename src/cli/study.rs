@@ -48,6 +48,22 @@ pub fn main(args: StudyArgs) -> Result<ExitCode> {
     for c in &r.comparisons {
         println!("  {:<12} noise: {}", c.variant, crate::report::noise(&c.estimate, r.ci_target, r.seconds_per_block));
     }
+    for m in &r.measures {
+        for c in &m.controls {
+            let e = &c.estimate;
+            let pct = |x: f64| format!("{:+.1}%", 100.0 * (x - 1.0));
+            let against = c.against.as_deref().unwrap_or_default();
+            let what = if r.measures.len() > 1 { format!("{} ", m.measure.key()) } else { String::new() };
+            println!(
+                "  {what}{} vs its control {against}: {} [{}, {}]  {}",
+                c.variant,
+                pct(e.ratio),
+                pct(e.ci.0),
+                pct(e.ci.1),
+                c.verdict
+            );
+        }
+    }
     if r.measures.len() > 1 {
         for m in &r.measures {
             for c in &m.comparisons {

@@ -310,6 +310,8 @@ fn work(
     let mut rec = UnitRecorder::default();
     let think = pacing.think_time.as_secs_f64();
     let mut done = 0;
+    // The thread's storage reads when it started its first measured unit.
+    let mut reads_from: Option<Option<u64>> = None;
     while !stop.is_requested() && pacing.iterations.is_none_or(|n| done < n) {
         match worker.pause() {
             Ok(d) if d.is_zero() => {}
@@ -319,6 +321,9 @@ fn work(
                 }
             }
             Err(e) => return fail(format!("{e:#}")),
+        }
+        if reads_from.is_none() && phase.load(Relaxed) == PHASE_MEASURE {
+            reads_from = Some(thread_read_bytes());
         }
         rec.clear();
         let t0 = Instant::now();
@@ -344,6 +349,16 @@ fn work(
             break;
         }
     }
+    if let (Some(Some(from)), Some(to)) = (reads_from, thread_read_bytes()) {
+        stats.add_storage_reads(to.saturating_sub(from));
+    }
+}
+
+/// Bytes the calling thread has had read from storage so far (`read_bytes` in
+/// /proc/thread-self/io); `None` where the kernel does not account I/O per task.
+fn thread_read_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/io").ok()?;
+    text.lines().find_map(|l| l.strip_prefix("read_bytes:")).and_then(|v| v.trim().parse().ok())
 }
 
 /// CPU time the calling thread has used so far (user and system).

@@ -142,6 +142,8 @@ pub struct SharedStats {
     worker_busy_ns: AtomicU64,
     /// CPU time the workers' threads used for measured units.
     worker_cpu_ns: AtomicU64,
+    /// Bytes the workers' threads read from storage (not the page cache) while measuring.
+    storage_read_bytes: AtomicU64,
     committed_from_start: AtomicU64,
     rolled_back_from_start: AtomicU64,
     ops_from_start: Vec<AtomicU64>,
@@ -197,6 +199,9 @@ pub struct Measured {
     /// CPU seconds the workers' threads used for the measured units (with an embedded
     /// engine, the engine's work too; time stolen by the hypervisor is not in it).
     pub worker_cpu_s: f64,
+    /// Bytes the workers' threads read from storage while measuring: with an embedded
+    /// engine, its page-cache misses (the kernel's per-thread I/O accounting).
+    pub storage_read_bytes: u64,
 }
 
 impl SharedStats {
@@ -211,6 +216,7 @@ impl SharedStats {
             driver_ns: AtomicU64::new(0),
             worker_busy_ns: AtomicU64::new(0),
             worker_cpu_ns: AtomicU64::new(0),
+            storage_read_bytes: AtomicU64::new(0),
             committed_from_start: AtomicU64::new(0),
             rolled_back_from_start: AtomicU64::new(0),
             ops_from_start: (0..ops).map(|_| AtomicU64::new(0)).collect(),
@@ -273,6 +279,11 @@ impl SharedStats {
         self.driver_ns.fetch_add(driver.as_nanos() as u64, Relaxed);
         self.worker_busy_ns.fetch_add(busy.as_nanos() as u64, Relaxed);
         self.worker_cpu_ns.fetch_add(cpu.as_nanos() as u64, Relaxed);
+    }
+
+    /// Adds what one worker's thread read from storage over the measured window.
+    pub fn add_storage_reads(&self, bytes: u64) {
+        self.storage_read_bytes.fetch_add(bytes, Relaxed);
     }
 
     /// Zeroes the measured statistics; called once when warmup ends.
@@ -347,6 +358,7 @@ impl SharedStats {
                 100.0 * self.driver_ns.load(Relaxed) as f64 / busy as f64
             },
             worker_cpu_s: self.worker_cpu_ns.load(Relaxed) as f64 / 1e9,
+            storage_read_bytes: self.storage_read_bytes.load(Relaxed),
         }
     }
 }

@@ -55,6 +55,11 @@ pub fn render(r: &StudyReport) -> Result<String> {
         100.0 * r.ci_target
     );
     table(&mut out, &tables::changes(r));
+    let controls = tables::controls(r);
+    if !controls.rows.is_empty() {
+        table(&mut out, &controls);
+    }
+    table(&mut out, &tables::stacks(r));
     table(&mut out, &tables::means(r));
     table(&mut out, &tables::verdicts(r));
     for svg in [charts::means_with_ci(r)?, charts::over_time(r)?] {

@@ -30,7 +30,9 @@ pub fn render(r: &StudyReport) -> String {
         100.0 * r.ci_target
     );
     let _ = writeln!(out, "- {} to {}", r.started_at, r.finished_at);
-    let mut list = vec![tables::changes(r), tables::means(r), tables::verdicts(r), tables::per_run(r)];
+    let mut list = vec![tables::changes(r)];
+    list.extend(Some(tables::controls(r)).filter(|t| !t.rows.is_empty()));
+    list.extend([tables::stacks(r), tables::means(r), tables::verdicts(r), tables::per_run(r)]);
     list.extend(Some(tables::instances(r)).filter(|t| !t.rows.is_empty()));
     list.extend([tables::latency(r), tables::machine(r), tables::disks(r), tables::canary(r), tables::sut(r)]);
     for t in &list {

@@ -73,8 +73,12 @@ pub struct StudyReport {
     pub blocks_completed: usize,
     pub seconds_per_block: f64,
     pub variants: Vec<VariantReport>,
-    /// The headline measure's comparisons.
+    /// The headline measure's comparisons with the baseline.
     pub comparisons: Vec<Comparison>,
+    /// The headline measure's comparisons of variants with their controls (the same stack
+    /// without the encryption layer), where the control is not the baseline.
+    #[serde(default)]
+    pub controls: Vec<Comparison>,
     /// Every measure of every workload (the headline first): per variant means and
     /// comparisons, for the seed-style table of changes.
     #[serde(default)]
@@ -124,11 +128,16 @@ pub struct MeasureReport {
     /// (variant, summary over its completed runs)
     pub summaries: Vec<(String, Summary)>,
     pub comparisons: Vec<Comparison>,
+    #[serde(default)]
+    pub controls: Vec<Comparison>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Comparison {
     pub variant: String,
+    /// What it is compared with: the baseline when absent, else the variant's control.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub against: Option<String>,
     pub estimate: RatioEstimate,
     pub verdict: Verdict,
 }
@@ -221,6 +230,13 @@ pub(crate) mod sample {
         let base = [100.0, 102.0, 98.0, 101.0, 99.0, 100.0];
         let enc = [90.0, 91.0, 88.0, 92.0, 89.0, 90.5];
         let est = paired_ratio(&base, &enc, 1, 0.95);
+        let near = paired_ratio(&enc, &enc.map(|x| x * 0.99), 1, 0.95);
+        let control = Comparison {
+            variant: "sqlcipher".into(),
+            against: Some("plain on ext4 image".into()),
+            verdict: verdict(&near, true, &Default::default()),
+            estimate: near,
+        };
         let info = |n: &str| VariantInfo {
             name: n.into(),
             layer: "none".into(),
@@ -228,6 +244,9 @@ pub(crate) mod sample {
             key_bits: None,
             aesni: true,
             settings: BTreeMap::new(),
+            stack: vec![("storage".into(), "host directory".into())],
+            control: None,
+            differs_from_baseline: vec![],
         };
         let lat = BTreeMap::from([(
             "purchase".to_string(),
@@ -274,9 +293,11 @@ pub(crate) mod sample {
             variants: vec![v("plain", &base), v("sqlcipher", &enc), skipped],
             comparisons: vec![Comparison {
                 variant: "sqlcipher".into(),
+                against: None,
                 verdict: verdict(&est, true, &Default::default()),
                 estimate: est.clone(),
             }],
+            controls: vec![control.clone()],
             measures: vec![MeasureReport {
                 measure: Measure {
                     workload: "ds2".into(),
@@ -287,9 +308,11 @@ pub(crate) mod sample {
                 summaries: vec![("plain".into(), summarize(&base)), ("sqlcipher".into(), summarize(&enc))],
                 comparisons: vec![Comparison {
                     variant: "sqlcipher".into(),
+                    against: None,
                     verdict: verdict(&est, true, &Default::default()),
                     estimate: est,
                 }],
+                controls: vec![control],
             }],
             runs: (0..6)
                 .flat_map(|b| {

@@ -90,6 +90,71 @@ pub fn verdicts(r: &StudyReport) -> Table {
     }
 }
 
+/// Each variant's stack, bottom up, with the layers that differ from the baseline's marked
+/// (`*`) and the control each is also measured against.
+pub fn stacks(r: &StudyReport) -> Table {
+    let layers: Vec<String> = r
+        .variants
+        .iter()
+        .find(|v| !v.info.stack.is_empty())
+        .map_or(vec![], |v| v.info.stack.iter().map(|(layer, _)| layer.clone()).collect());
+    let rows = r
+        .variants
+        .iter()
+        .map(|v| {
+            let i = &v.info;
+            let mut row = vec![i.name.clone()];
+            row.extend(layers.iter().map(|layer| {
+                let shown = i.stack.iter().find(|(l, _)| l == layer).map_or("", |(_, s)| s.as_str());
+                match i.differs_from_baseline.contains(layer) {
+                    true => format!("{shown} *"),
+                    false => shown.to_string(),
+                }
+            }));
+            row.push(match (&i.control, i.name == r.baseline) {
+                (_, true) => "baseline".into(),
+                (Some(c), _) if *c != r.baseline => format!("{}; control: {c}", r.baseline),
+                _ => r.baseline.clone(),
+            });
+            row
+        })
+        .collect();
+    let mut header = vec!["variant".to_string()];
+    header.extend(layers);
+    header.push("compared with".into());
+    Table { title: "Variants as stacks of layers (* differs from the baseline)".into(), header, rows }
+}
+
+/// Each variant against its control, which differs from it in the encryption layer only:
+/// the cost of the encryption itself, without the storage or FUSE layer it needs.
+pub fn controls(r: &StudyReport) -> Table {
+    let rows = r
+        .measures
+        .iter()
+        .flat_map(|m| {
+            m.controls.iter().map(move |c| {
+                let e = &c.estimate;
+                vec![
+                    m.measure.workload.clone(),
+                    m.measure.name.clone(),
+                    c.variant.clone(),
+                    c.against.clone().unwrap_or_default(),
+                    format!("{} [{}, {}]", pct(e.ratio), pct(e.ci.0), pct(e.ci.1)),
+                    c.verdict.to_string(),
+                    noise(e, r.ci_target, r.seconds_per_block),
+                ]
+            })
+        })
+        .collect();
+    Table {
+        title: "Changes vs each variant's control (the same stack without the encryption)".into(),
+        header: ["workload", "measure", "variant", "control", "change [95% CI]", "verdict", "noise"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+    }
+}
+
 /// Seed 002's table shape: one row per measure (a TPC-C profile's throughput, a batch
 /// statement's latency), the baseline's mean, and each variant's change with its 95% CI
 /// and verdict. Latency changes are positive when the variant is slower.

@@ -24,6 +24,8 @@ pub fn run(spec: &RunSpec) -> Result<ExitCode> {
         anyhow::bail!("an interleaved run measures one database per variant; it cannot also run --instances");
     }
     let json_out = spec.json.as_deref().map(create_output).transpose()?;
+    let daemons: Vec<u32> = sides.iter().flat_map(|s| s.db.fuse_daemons.iter().copied()).collect();
+    let memory = super::memory_limit(spec, &daemons)?;
     let mut store = spec.store.then(|| Store::open(&crate::store::default_path())).transpose()?;
     let mut sets = Vec::new();
     for side in &sides {
@@ -42,7 +44,12 @@ pub fn run(spec: &RunSpec) -> Result<ExitCode> {
             }
         }
     }
-    let records = measure_all(spec, &sides, &sets)?;
+    let mut records = measure_all(spec, &sides, &sets)?;
+    if let Some(m) = &memory {
+        for r in records.iter_mut().filter(|r| r.limits.is_none()) {
+            r.limits = Some(m.record());
+        }
+    }
     for r in &records {
         super::summary::print(r, &[]);
     }
@@ -95,7 +102,8 @@ fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<
                 let (w, copy) = &set.instances[0];
                 s.spawn(move || {
                     let bar = (i == 0).then_some(bar);
-                    measure(w.as_ref(), copy.as_ref(), &set.meta, pacing, sampler, bar, Some((slices, i)))
+                    let side = super::Placement { turn: Some((slices, i)), daemons: &sides[i].db.fuse_daemons };
+                    measure(w.as_ref(), copy.as_ref(), &set.meta, pacing, sampler, bar, side)
                 })
             })
             .collect();

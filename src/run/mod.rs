@@ -4,6 +4,7 @@
 mod build;
 mod instances;
 mod interleave;
+mod memory;
 mod slices;
 pub mod spec;
 mod summary;
@@ -49,6 +50,8 @@ pub fn run(spec: &RunSpec) -> Result<ExitCode> {
         eprintln!("{w}");
     }
     let json_out = spec.json.as_deref().map(create_output).transpose()?;
+    // Before anything is copied or started, so all of it is charged to the limit.
+    let memory = memory_limit(spec, &spec.db.fuse_daemons)?;
     // The store opens first: one that cannot take runs fails before anything is measured.
     let mut store = spec.store.then(|| Store::open(&crate::store::default_path())).transpose()?;
     let mut set = match SetUp::new(spec) {
@@ -66,7 +69,10 @@ pub fn run(spec: &RunSpec) -> Result<ExitCode> {
             return Err(e);
         }
     };
-    let (record, details) = set.measure(spec)?;
+    let (mut record, details) = set.measure(spec)?;
+    if let (Some(m), None) = (&memory, &record.limits) {
+        record.limits = Some(m.record());
+    }
     summary::print(&record, &details);
     if let Some(f) = json_out {
         write_record(f, spec, &record)?;
@@ -80,6 +86,11 @@ pub fn run(spec: &RunSpec) -> Result<ExitCode> {
         eprintln!("run database kept as {dest}");
     }
     Ok(exit_code(&record))
+}
+
+/// The run's memory limit, when it has one, with `daemons` inside it too.
+fn memory_limit(spec: &RunSpec, daemons: &[u32]) -> Result<Option<memory::MemoryLimit>> {
+    spec.memory.map(|bytes| memory::MemoryLimit::apply(bytes, daemons)).transpose()
 }
 
 /// Runs a workload that needs no database (fileio, cipher) in the spec's data directory,
@@ -112,11 +123,18 @@ fn failed_record(spec: &RunSpec, e: &anyhow::Error) -> Result<RunRecord> {
 
 /// Everything a run needs before it measures: the target (a managed server started), the
 /// pristine database built and checked, one fresh copy and workload per instance.
+/// One instance of a run: its workload (with its own statistics) and its database copy.
+type Instance = (Box<dyn crate::workloads::Workload>, Box<dyn crate::targets::RunCopy>);
+
 struct SetUp {
     target: Box<dyn crate::targets::Target>,
     meta: crate::targets::BuildMeta,
     env: Env,
-    instances: Vec<(Box<dyn crate::workloads::Workload>, Box<dyn crate::targets::RunCopy>)>,
+    instances: Vec<Instance>,
+    /// Seconds [`settle`] took.
+    settle_s: f64,
+    /// Whether the run has a memory limit (its storage reads are then a measure).
+    memory_limited: bool,
 }
 
 impl SetUp {
@@ -136,14 +154,17 @@ impl SetUp {
             for _ in 1..spec.instances {
                 instances.push((spec.db.workload()?, target.fresh_copy()?));
             }
+            let settle_s = settle(&instances, spec.idle)?;
             if spec.cold {
                 crate::sys::drop_caches()?;
             }
-            Ok((meta, env, instances))
+            Ok((meta, env, instances, settle_s))
         })();
         match ready {
             Ok(_) if crate::interrupt::interrupted() => Err(crate::interrupt::Interrupted.into()),
-            Ok((meta, env, instances)) => Ok(Self { target, meta, env, instances }),
+            Ok((meta, env, instances, settle_s)) => {
+                Ok(Self { target, meta, env, instances, settle_s, memory_limited: spec.memory.is_some() })
+            }
             // What the engine said (a managed server's log) explains a set-up that failed.
             Err(e) => match target.diagnostics().filter(|_| !e.is::<crate::interrupt::Interrupted>()) {
                 Some(log) => Err(anyhow::anyhow!("{e:#} ({log})")),
@@ -181,7 +202,11 @@ impl SetUp {
                     let (pacing, sampler, bar, start) = (&pacing, &sampler, &bar, &start);
                     s.spawn(move || {
                         start.wait();
-                        measure(w.as_ref(), copy.as_ref(), meta, pacing, sampler, (i == 0).then_some(bar), None)
+                        // One instance's share of the FUSE daemons cannot be told apart; the
+                        // first carries their reads.
+                        let daemons = if i == 0 { &spec.db.fuse_daemons[..] } else { &[] };
+                        let side = Placement { turn: None, daemons };
+                        measure(w.as_ref(), copy.as_ref(), meta, pacing, sampler, (i == 0).then_some(bar), side)
                     })
                 })
                 .collect();
@@ -243,13 +268,29 @@ impl SetUp {
                 details = w.details(&result);
             }
             let (target, env) = (self.target.info(), self.env.clone());
-            let own = cost_measures(target.engine, w.as_ref(), Some(&result));
+            let own = cost_measures(target.engine, w.as_ref(), Some(&result), self.memory_limited);
             let mut record = RunRecord::new(w.as_ref(), target, pacing, env, started_at.into(), result, checks);
             record.measures.extend(own);
+            record.settle_s = Some(self.settle_s);
             records.push(record);
         }
         (records, details)
     }
+}
+
+/// Settles fresh copies before a run: each engine's own write-out (a checkpoint), then the
+/// OS's write-back of every file system, then `idle`. Returns the seconds it took.
+fn settle(instances: &[Instance], idle: std::time::Duration) -> Result<f64> {
+    let t = std::time::Instant::now();
+    for (_, copy) in instances {
+        copy.settle()?;
+    }
+    // SAFETY: sync has no preconditions.
+    unsafe { libc::sync() };
+    if crate::interrupt::sleep(idle) {
+        return Err(crate::interrupt::Interrupted.into());
+    }
+    Ok(t.elapsed().as_secs_f64())
 }
 
 /// What the run engine measures itself beside a throughput workload's own measures: with
@@ -257,13 +298,25 @@ impl SetUp {
 /// (order, transaction). That is the engine's work per unit, SQLCipher's encryption included,
 /// with the time the hypervisor stole left out, so it shows a CPU cost more precisely than
 /// throughput can. Work done outside the process (a FUSE daemon, the kernel's writeback) is
-/// not in it. Declared (no value) without a run.
-pub fn cost_measures(engine: Engine, w: &dyn Workload, run: Option<&driver::RunResult>) -> Vec<Measure> {
+/// not in it. Under a memory limit (`memory_limited`), also the KB read from storage per
+/// unit: the engine's page-cache misses plus its FUSE daemon's reads, what the regime costs.
+/// Declared (no value) without a run.
+pub fn cost_measures(
+    engine: Engine,
+    w: &dyn Workload,
+    run: Option<&driver::RunResult>,
+    memory_limited: bool,
+) -> Vec<Measure> {
     if engine != Engine::Sqlite || !w.supports_instances() {
         return vec![];
     }
-    let per_unit = run.map(|r| &r.measured).filter(|m| m.units > 0).map(|m| 1e3 * m.worker_cpu_s / m.units as f64);
-    vec![Measure::lower("in-process CPU per unit", "ms", per_unit)]
+    let measured = run.map(|r| &r.measured).filter(|m| m.units > 0);
+    let per_unit = |total: fn(&driver::Measured) -> f64| measured.map(|m| total(m) / m.units as f64);
+    let mut own = vec![Measure::lower("in-process CPU per unit", "ms", per_unit(|m| 1e3 * m.worker_cpu_s))];
+    if memory_limited {
+        own.push(Measure::lower("storage KB read per unit", "KB", per_unit(|m| m.storage_read_bytes as f64 / 1024.0)));
+    }
+    own
 }
 
 /// Stores the record; when the store cannot take it, the record is kept in a file and the
@@ -325,10 +378,12 @@ fn measure(
     pacing: &Pacing,
     sampler: &crate::telemetry::Sampler,
     bar: Option<&ProgressBar>,
-    turn: Option<(&slices::Slices, usize)>,
+    side: Placement,
 ) -> driver::RunResult {
+    let turn = side.turn;
     let mut counter = Counter { start: None, end: None, error: None };
     let mut window = (None, None);
+    let mut daemon_reads = (0, 0);
     let make_worker = |i| -> Result<Box<dyn driver::Worker + '_>> {
         let inner = workload.worker(db, meta, i)?;
         Ok(match turn {
@@ -362,13 +417,16 @@ fn measure(
             window.0 = Some(std::time::Instant::now());
             sampler.window_start();
             counter.start = counter.read(workload, db);
+            daemon_reads.0 = read_bytes(side.daemons);
         }
         Event::WindowEnd => {
             window.1 = Some(std::time::Instant::now());
             sampler.window_end();
             counter.end = counter.read(workload, db);
+            daemon_reads.1 = read_bytes(side.daemons);
         }
     });
+    result.measured.storage_read_bytes += daemon_reads.1.saturating_sub(daemon_reads.0);
     if let (Some((slices, variant)), (Some(from), Some(to))) = (turn, window) {
         result.elapsed_s = slices.active(variant, from, to).as_secs_f64();
     }
@@ -377,6 +435,23 @@ fn measure(
         result.status = RunStatus::Failed(format!("could not read the workload's counter in the database: {e}"));
     }
     result
+}
+
+/// Where one instance's workers run: their turn in an interleaved run's slices, and the
+/// FUSE daemons that serve its database, whose storage reads are the instance's too.
+#[derive(Clone, Copy, Default)]
+struct Placement<'a> {
+    turn: Option<(&'a slices::Slices, usize)>,
+    daemons: &'a [u32],
+}
+
+/// Bytes the processes `pids` have had read from storage so far.
+fn read_bytes(pids: &[u32]) -> u64 {
+    let of = |pid: u32| -> Option<u64> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+        text.lines().find_map(|l| l.strip_prefix("read_bytes:")).and_then(|v| v.trim().parse().ok())
+    };
+    pids.iter().filter_map(|&p| of(p)).sum()
 }
 
 /// The workload's database counter at both ends of the window; the first failure is kept

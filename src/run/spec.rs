@@ -38,6 +38,9 @@ pub struct DbSpec {
     /// Test-only: a busy-wait in every unit (a known slowdown for verdict checks).
     #[serde(default)]
     pub inject_delay: Duration,
+    /// The FUSE daemons under the data (gocryptfs, bindfs), which a memory limit takes in.
+    #[serde(default)]
+    pub fuse_daemons: Vec<u32>,
 }
 
 /// Control groups a run is limited by.
@@ -189,6 +192,12 @@ pub struct RunSpec {
     pub instances: u32,
     /// Flush and drop the OS page cache before the run.
     pub cold: bool,
+    /// Idle this long after the fresh copy is settled, before the run starts.
+    #[serde(default)]
+    pub idle: Duration,
+    /// Bytes of memory the run may use, page cache included (see `run::memory`).
+    #[serde(default)]
+    pub memory: Option<u64>,
     pub telemetry: TelemetrySpec,
     /// Where the run record goes (JSON).
     pub json: Option<PathBuf>,
@@ -231,6 +240,8 @@ impl RunSpec {
             pacing: PacingSpec::default(),
             instances: 1,
             cold: false,
+            idle: Duration::ZERO,
+            memory: None,
             telemetry: TelemetrySpec::default(),
             json: None,
             store: false,
@@ -288,6 +299,16 @@ impl RunSpec {
         if !(1..=256).contains(&self.instances) {
             bail!("--instances must be between 1 and 256");
         }
+        let own_server = ["postgres://", "postgresql://", "mysql://", "mariadb://"];
+        if self.memory.is_some() && own_server.iter().any(|s| self.db.target.starts_with(s)) {
+            bail!(
+                "--memory limits this process and a server it manages; your own server is not limited \
+                 (use sqlite:, managed-postgres or managed-mariadb, or limit the server's memory yourself)"
+            );
+        }
+        if self.memory.is_some_and(|m| m < 16 << 20) {
+            bail!("--memory must be at least 16MB, e.g. --memory 64MB");
+        }
         Ok(())
     }
 
@@ -335,10 +356,13 @@ mod tests {
                 server_settings: vec![],
                 limits: Some(Limits { groups: vec!["/sys/fs/cgroup/x".into()], applies_to: LimitScope::Server }),
                 inject_delay: Duration::ZERO,
+                fuse_daemons: vec![],
             },
             pacing: PacingSpec { threads: 4, duration: Some(Duration::from_secs(5)), ..Default::default() },
             instances: 1,
             cold: false,
+            idle: Duration::ZERO,
+            memory: None,
             telemetry: TelemetrySpec { power: PowerSpec::Command("echo 5".into()), ..Default::default() },
             json: None,
             store: false,

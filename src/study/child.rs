@@ -66,6 +66,7 @@ fn db_spec(ctx: &Context, p: &Prepared, w: &WorkloadConfig) -> Result<DbSpec> {
         server_settings: settings.chain(p.server_settings.iter().cloned()).collect(),
         limits: None,
         inject_delay: p.inject_delay,
+        fuse_daemons: p.daemons.clone(),
     })
 }
 
@@ -281,6 +282,8 @@ fn run_spec(ctx: &Context, db: DbSpec, w: &WorkloadConfig, json: &Path) -> Resul
         },
         instances: w.instances,
         cold: w.cold,
+        idle: w.idle,
+        memory: w.memory_bytes()?,
         telemetry: TelemetrySpec {
             power: ctx.study.power.parse().map_err(anyhow::Error::msg)?,
             idle_power: ctx.study.idle_power,
@@ -331,13 +334,7 @@ mod tests {
     use super::*;
 
     fn prepared(dir: &Path, encrypted: bool, contents: &str) -> Prepared {
-        let mut p = crate::variants::VariantConfig {
-            name: "v".into(),
-            kind: toml::from_str("kind = 'plain'").unwrap(),
-            aesni: true,
-        }
-        .setup(dir)
-        .unwrap();
+        let mut p = toml::from_str::<crate::variants::VariantConfig>("name = 'v'").unwrap().setup(dir).unwrap();
         std::fs::write(p.data_dir.join("f"), contents).unwrap();
         p.encrypted = encrypted;
         p

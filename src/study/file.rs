@@ -48,6 +48,17 @@ pub struct StudyFile {
     /// When a change is called: `verdict = { confidence = 0.95, threshold = 0.01 }`.
     #[serde(default)]
     pub verdict: crate::stats::Rules,
+    /// Add each encrypted variant's control (its stack without the encryption) when the
+    /// study lacks it (see `study::controls`).
+    #[serde(default = "yes")]
+    pub controls: bool,
+    /// What the study should say before it starts (verdicts that mix in other layers).
+    #[serde(skip)]
+    pub warnings: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -107,6 +118,13 @@ pub struct WorkloadConfig {
     /// Drop the OS page cache before every run.
     #[serde(default)]
     pub cold: bool,
+    /// Idle this long before every run, after its fresh copy is settled (seeds 000 and 001
+    /// idled 10-20 minutes after each restore).
+    #[serde(default, with = "crate::sys::units::duration_text")]
+    pub idle: Duration,
+    /// The memory each run may use, page cache included (e.g. "64MB"), so a database larger
+    /// than it reads from storage (see `run::memory`).
+    pub memory: Option<String>,
     /// A fixed amount of work per thread instead of a timed window (seed 002: 1000 requests).
     pub iterations: Option<u64>,
     #[serde(default, deserialize_with = "optional_duration")]
@@ -225,6 +243,13 @@ fn optional_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>
     duration(d).map(Some)
 }
 
+impl WorkloadConfig {
+    /// `memory` in bytes.
+    pub fn memory_bytes(&self) -> Result<Option<u64>> {
+        self.memory.as_deref().map(|m| crate::sys::units::parse_bytes(m).map_err(anyhow::Error::msg)).transpose()
+    }
+}
+
 impl StudyFile {
     /// A study of one workload, for commands that drive runs like a study does (capacity).
     pub fn single(
@@ -249,6 +274,8 @@ impl StudyFile {
             idle_power: default_idle_power(),
             interleave: None,
             verdict: Default::default(),
+            controls: false,
+            warnings: vec![],
         }
     }
 
@@ -269,6 +296,8 @@ impl StudyFile {
         file.workloads = file.workloads.into_iter().flat_map(WorkloadConfig::split).collect();
         let places = Places::of(&text);
         file.check(&places).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
+        file.warnings =
+            super::controls::resolve(&mut file.variants, file.controls).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
         Ok((file, redact_key_commands(&text)))
     }
 
@@ -299,6 +328,12 @@ impl StudyFile {
             }
             if w.duration.is_zero() || w.duration > MAX_RUN || w.warmup > MAX_RUN {
                 bail!("{}workload.duration must be longer than 0 and, like warmup, at most 24h", at("duration"));
+            }
+            if w.memory_bytes().map_err(|e| anyhow::anyhow!("{}workload.memory: {e}", at("memory")))?.is_some()
+                && self.target.engine == crate::targets::Engine::Sqlite
+                && self.variants.iter().any(|v| v.limits.as_ref().is_some_and(|l| l.memory.is_some()))
+            {
+                bail!("{}workload.memory and a variant's limits.memory both limit memory; keep one", at("memory"));
             }
             if self.workloads[..i].iter().any(|o| o.label() == w.label()) {
                 bail!("two workloads are both called '{}'; give one a label = \"...\"", w.label());

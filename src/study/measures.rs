@@ -10,7 +10,8 @@ use anyhow::Result;
 /// run engine measures itself on `engine` (see [`crate::run::cost_measures`]).
 pub fn of(w: &WorkloadConfig, seed: u64, engine: Engine) -> Result<Vec<Measure>> {
     let kind = w.args(seed).kind()?;
-    let own = kind.as_driven().map(|d| crate::run::cost_measures(engine, d, None)).unwrap_or_default();
+    let limited = w.memory.is_some();
+    let own = kind.as_driven().map(|d| crate::run::cost_measures(engine, d, None, limited)).unwrap_or_default();
     let declared = kind.measures().into_iter().chain(own);
     Ok(declared
         .into_iter()

@@ -10,6 +10,7 @@
 
 pub mod canary;
 pub(crate) mod child;
+mod controls;
 pub mod file;
 pub mod measures;
 mod resume;
@@ -93,6 +94,9 @@ fn run_blocks(
     let ctx = child::Context { exe: &exe, study, out: &out_dir };
 
     eprintln!("study {id} '{}': results store {}, output {}", study.name, store.path.display(), out_dir.display());
+    for w in &study.warnings {
+        eprintln!("warning: {w}");
+    }
     let mut skipped = Vec::new();
     let mut active = Vec::new();
     for (i, v) in study.variants.iter().enumerate() {

@@ -18,9 +18,15 @@ fn values<'a>(a: &'a Active, key: &str) -> &'a [Option<f64>] {
     a.values.get(key).map_or(&[], Vec::as_slice)
 }
 
-/// The blocks in which both the baseline and `a` completed, as paired values.
+/// The blocks in which both the baseline and `a` completed, as paired values (a ratio needs
+/// both positive: a block where a variant read nothing from storage cannot be compared).
 fn pairs(base: &Active, a: &Active, key: &str) -> (Vec<f64>, Vec<f64>) {
-    values(base, key).iter().zip(values(a, key)).filter_map(|(b, v)| Some((((*b)?), (*v)?))).unzip()
+    values(base, key)
+        .iter()
+        .zip(values(a, key))
+        .filter_map(|(b, v)| Some((((*b)?), (*v)?)))
+        .filter(|(b, v)| *b > 0.0 && *v > 0.0)
+        .unzip()
 }
 
 fn estimate(base: &Active, a: &Active, key: &str, seed: u64, rules: &Rules) -> Option<RatioEstimate> {
@@ -28,19 +34,36 @@ fn estimate(base: &Active, a: &Active, key: &str, seed: u64, rules: &Rules) -> O
     (b.len() >= 2).then(|| paired_ratio(&b, &v, seed, rules.confidence))
 }
 
+/// Every comparison a study makes: each variant with the baseline, and each with its
+/// control where that is another variant (`None` for the baseline).
+fn pairings(active: &[Active]) -> Vec<(usize, Option<usize>)> {
+    let with_baseline = (1..active.len()).map(|i| (i, None));
+    let with_control = (1..active.len()).filter_map(|i| {
+        let control = active[i].cfg.control.as_deref()?;
+        let c = active.iter().position(|a| a.cfg.name == control)?;
+        (c != 0 && c != i).then_some((i, Some(c)))
+    });
+    with_baseline.chain(with_control).collect()
+}
+
 /// Current relative CI half-width of every comparison still running.
 pub(super) fn half_widths(active: &[Active], measures: &[Measure], seed: u64, rules: &Rules) -> Vec<(String, f64)> {
     let many = measures.len() > 1;
-    active[1..]
-        .iter()
-        .filter(|a| a.failed.is_none())
-        .flat_map(|a| {
+    pairings(active)
+        .into_iter()
+        .filter(|&(i, c)| active[i].failed.is_none() && c.is_none_or(|c| active[c].failed.is_none()))
+        .flat_map(|(i, c)| {
+            let a = &active[i];
+            let reference = &active[c.unwrap_or(0)];
             measures.iter().map(move |m| {
-                let name = if many { format!("{} {}", a.cfg.name, m.key()) } else { a.cfg.name.clone() };
-                (
-                    name,
-                    estimate(&active[0], a, &m.key(), seed, rules).map_or(f64::INFINITY, |e| e.relative_half_width()),
-                )
+                let mut name = a.cfg.name.clone();
+                if c.is_some() {
+                    name = format!("{name} vs {}", reference.cfg.name);
+                }
+                if many {
+                    name = format!("{name} {}", m.key());
+                }
+                (name, estimate(reference, a, &m.key(), seed, rules).map_or(f64::INFINITY, |e| e.relative_half_width()))
             })
         })
         .collect()
@@ -59,18 +82,21 @@ fn measure_reports(active: &[Active], measures: &[Measure], seed: u64, rules: &R
                     (!done.is_empty()).then(|| (a.cfg.name.clone(), summarize(&done)))
                 })
                 .collect();
-            let comparisons = active[1..]
-                .iter()
-                .filter_map(|a| {
-                    let e = estimate(&active[0], a, &key, seed, rules)?;
+            let (comparisons, controls) = pairings(active)
+                .into_iter()
+                .filter_map(|(i, c)| {
+                    let a = &active[i];
+                    let reference = &active[c.unwrap_or(0)];
+                    let e = estimate(reference, a, &key, seed, rules)?;
                     Some(Comparison {
                         variant: a.cfg.name.clone(),
+                        against: c.map(|_| reference.cfg.name.clone()),
                         verdict: verdict(&e, m.higher_is_better, rules),
                         estimate: e,
                     })
                 })
-                .collect();
-            MeasureReport { measure: m.clone(), summaries, comparisons }
+                .partition(|c| c.against.is_none());
+            MeasureReport { measure: m.clone(), summaries, comparisons, controls }
         })
         .collect()
 }
@@ -213,7 +239,7 @@ pub(super) fn build(i: Inputs) -> StudyReport {
                 .map(|(_, r)| r)
                 .collect();
             VariantReport {
-                info: a.cfg.info(),
+                info: a.cfg.info(&base.cfg),
                 status: if a.failed.is_some() { VariantStatus::Failed } else { VariantStatus::Ran },
                 reason: a.failed.clone(),
                 summary: headline.summaries.iter().find(|(n, _)| *n == a.cfg.name).map(|(_, s)| s.clone()),
@@ -226,7 +252,7 @@ pub(super) fn build(i: Inputs) -> StudyReport {
         })
         .collect();
     variants.extend(i.skipped.iter().map(|(cfg, why)| VariantReport {
-        info: cfg.info(),
+        info: cfg.info(&base.cfg),
         status: VariantStatus::Skipped,
         reason: Some(why.clone()),
         summary: None,
@@ -254,6 +280,7 @@ pub(super) fn build(i: Inputs) -> StudyReport {
         seconds_per_block: crate::stats::mean(i.block_times).max(0.0),
         variants,
         comparisons: headline.comparisons.clone(),
+        controls: headline.controls.clone(),
         measures,
         runs: i.rows,
         canary: i.canaries,

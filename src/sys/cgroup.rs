@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
-const ROOT: &str = "/sys/fs/cgroup";
+pub const ROOT: &str = "/sys/fs/cgroup";
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Version {
     V1,

@@ -12,6 +12,8 @@ const FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER: u32 = 2;
 const FSCRYPT_POLICY_V2: u8 = 2;
 const FSCRYPT_MODE_AES_256_XTS: u8 = 1;
 const FSCRYPT_MODE_AES_256_CTS: u8 = 4;
+const FSCRYPT_MODE_AES_128_CBC: u8 = 5;
+const FSCRYPT_MODE_AES_128_CTS: u8 = 6;
 const FSCRYPT_POLICY_FLAGS_PAD_32: u8 = 0x03;
 const FSCRYPT_KEY_STATUS_PRESENT: u32 = 2;
 /// AES-256-XTS takes a 512-bit key.
@@ -124,13 +126,25 @@ pub fn remove_key(mount: &Path, identifier: &[u8; 16]) -> Result<()> {
     ioctl(mount, FS_IOC_REMOVE_ENCRYPTION_KEY, &mut arg).context("cannot remove the fscrypt key")
 }
 
-/// Encrypts the empty directory `dir` with the key `identifier`: contents AES-256-XTS,
-/// names AES-256-CTS.
-pub fn set_policy(dir: &Path, identifier: &[u8; 16]) -> Result<()> {
+/// The encryption modes of a policy.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Modes {
+    /// Contents AES-256-XTS, names AES-256-CTS (fscrypt's default).
+    Aes256,
+    /// Contents AES-128-CBC-ESSIV, names AES-128-CTS.
+    Aes128,
+}
+
+/// Encrypts the empty directory `dir` with the key `identifier` in `modes`.
+pub fn set_policy(dir: &Path, identifier: &[u8; 16], modes: Modes) -> Result<()> {
+    let (contents_mode, filenames_mode) = match modes {
+        Modes::Aes256 => (FSCRYPT_MODE_AES_256_XTS, FSCRYPT_MODE_AES_256_CTS),
+        Modes::Aes128 => (FSCRYPT_MODE_AES_128_CBC, FSCRYPT_MODE_AES_128_CTS),
+    };
     let mut policy = PolicyV2 {
         version: FSCRYPT_POLICY_V2,
-        contents_mode: FSCRYPT_MODE_AES_256_XTS,
-        filenames_mode: FSCRYPT_MODE_AES_256_CTS,
+        contents_mode,
+        filenames_mode,
         flags: FSCRYPT_POLICY_FLAGS_PAD_32,
         log2_data_unit_size: 0,
         reserved: [0; 3],

@@ -76,6 +76,18 @@ pub fn any_under(dir: &Path) -> bool {
     current().iter().any(|m| Path::new(&m.mount_point).starts_with(&dir))
 }
 
+/// The FUSE daemon serving the mount at `mount` (gocryptfs, bindfs): the process whose
+/// arguments end with the mount point.
+pub fn fuse_daemon(mount: &Path) -> Option<u32> {
+    let want = mount.canonicalize().ok()?;
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+        let last = cmdline.split(|b| *b == 0).rfind(|a| !a.is_empty())?;
+        (Path::new(std::str::from_utf8(last).ok()?) == want).then_some(pid)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -167,6 +167,11 @@ pub trait RunCopy: Database {
     /// Keeps the run's database as `dest` (a file path for SQLite, a database name on a
     /// server) instead of deleting it, for inspection.
     fn keep(self: Box<Self>, dest: &str) -> Result<()>;
+    /// Writes out what making the copy left dirty inside the engine, so the measured window
+    /// does not pay for it (the seeds restored, then idled before each run).
+    fn settle(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Everything besides the `--target` string that decides how to reach a target.

@@ -341,6 +341,22 @@ impl Database for Copied {
 }
 
 impl RunCopy for Copied {
+    /// `INSERT ... SELECT` leaves the copy's pages dirty in the buffer pool; waits (up to a
+    /// minute) until InnoDB has written all but 1% of the pool out.
+    fn settle(&self) -> Result<()> {
+        let mut c = self.0.info.connect(None)?;
+        let status = |c: &mut mysql::Conn, name: &str| -> Result<u64> {
+            let row: Option<(String, String)> = c.query_first(format!("SHOW GLOBAL STATUS LIKE '{name}'"))?;
+            Ok(row.and_then(|(_, v)| v.parse().ok()).unwrap_or(0))
+        };
+        let total = status(&mut c, "Innodb_buffer_pool_pages_total")?.max(1);
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while status(&mut c, "Innodb_buffer_pool_pages_dirty")? * 100 > total && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        Ok(())
+    }
+
     fn keep(self: Box<Self>, dest: &str) -> Result<()> {
         if !valid_identifier(dest) {
             bail!("--keep-db for MariaDB takes a database name (letters, digits, _), got '{dest}'");

@@ -253,6 +253,21 @@ impl Database for Copied {
 }
 
 impl RunCopy for Copied {
+    /// `CREATE DATABASE ... TEMPLATE` writes the whole copy through the WAL; without a
+    /// checkpoint now, the server would write it all out again during the measured window.
+    fn settle(&self) -> Result<()> {
+        match self.0.info.admin(&["CHECKPOINT".into()]) {
+            Err(e) if format!("{e:#}").contains("permission denied") || format!("{e:#}").contains("must be") => {
+                eprintln!(
+                    "warning: cannot CHECKPOINT after copying the database ({e:#}); grant pg_checkpoint to the user, \
+                     or the copy's writes may fall into the measured window"
+                );
+                Ok(())
+            }
+            other => other.context("cannot CHECKPOINT after copying the database"),
+        }
+    }
+
     fn keep(self: Box<Self>, dest: &str) -> Result<()> {
         if !valid_identifier(dest) {
             bail!("--keep-db for PostgreSQL takes a database name (letters, digits, _), got '{dest}'");

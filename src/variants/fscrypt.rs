@@ -1,118 +1,95 @@
-//! fscrypt: the database in a directory encrypted by the kernel (contents AES-256-XTS, names
-//! AES-256-CTS, v2 policy) on an ext4 image with the `encrypt` feature, mounted through a
-//! loop device. The key goes straight into the filesystem keyring by ioctl
+//! fscrypt: the database in a directory encrypted by the kernel (v2 policy) on the stack's
+//! ext4 file system, which must have the `encrypt` feature (`storage = "ext4-image"` makes
+//! one). The key goes straight into the file system's keyring by ioctl
 //! ([`crate::sys::fscrypt`]), so there is no fscrypt tool configuration to touch and no key
 //! on any command line.
 
+use super::keys::{hex_bytes, KeySource, Shape};
+use super::storage::Base;
 use super::{InForce, Prepared};
-use crate::sys::fscrypt;
+use crate::sys::fscrypt::{self, Modes, MASTER_KEY_BYTES};
 use crate::sys::lease::{Lease, Step};
-use crate::sys::{random_hex, require, run_tool};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::Command;
+use std::path::{Path, PathBuf};
 
-pub const CIPHER: &str = "AES-256-XTS contents, AES-256-CTS names (kernel)";
-
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Settings {
-    /// Size of the sparse ext4 image, e.g. "1GB"; must hold the database and its run copies.
-    #[serde(default = "default_image_size")]
-    pub image_size: String,
-}
-
-fn default_image_size() -> String {
-    "1GB".into()
+    /// 256 (contents AES-256-XTS, names AES-256-CTS; the default) or 128 (contents
+    /// AES-128-CBC-ESSIV, names AES-128-CTS).
+    pub key_bits: Option<u32>,
+    /// The 512-bit master key as 128 hex digits.
+    #[serde(default)]
+    pub key: KeySource,
 }
 
 impl Settings {
-    pub fn describe(&self) -> BTreeMap<String, String> {
-        BTreeMap::from([("image_size".into(), self.image_size.clone()), ("policy".into(), "v2".into())])
-    }
-
-    fn image_bytes(&self) -> Result<u64> {
-        let s = self.image_size.trim().to_ascii_uppercase();
-        let (num, mult) = if let Some(n) = s.strip_suffix("GB") {
-            (n, 1u64 << 30)
-        } else if let Some(n) = s.strip_suffix("MB") {
-            (n, 1 << 20)
+    fn modes(&self) -> Modes {
+        if self.key_bits == Some(128) {
+            Modes::Aes128
         } else {
-            bail!("image_size '{}' needs a unit: e.g. 512MB or 2GB", self.image_size)
-        };
-        match num.trim().parse::<u64>() {
-            Ok(n) if n * mult >= 64 << 20 => Ok(n * mult),
-            _ => bail!("image_size '{}' must be a whole number of MB or GB, at least 64MB", self.image_size),
+            Modes::Aes256
         }
     }
 
-    pub fn setup(&self, dir: &Path) -> Result<Prepared> {
-        let bytes = self.image_bytes()?;
-        let image = dir.join("fscrypt.img");
-        let mnt = dir.join("fscrypt-mnt");
-        let mut p = Prepared::plain(dir)?;
-        std::fs::remove_dir(&p.data_dir)?;
-        let mut lease = Lease::new(&format!("fscrypt variant in {}", dir.display()))?;
-        lease.push(Step::RemoveFile { path: image.clone() })?;
-        std::fs::File::create(&image)?.set_len(bytes)?;
-        run_tool(
-            Command::new(require("mkfs.ext4", "e2fsprogs")?)
-                .args(["-q", "-F", "-O", "encrypt", "-E", "nodiscard"])
-                .arg(&image),
-        )?;
-        std::fs::create_dir_all(&mnt)?;
-        // Unmounting also drops the file system's keyring, so this step alone locks the files.
-        lease.push(Step::Unmount { path: mnt.clone(), fuse: false })?;
-        run_tool(Command::new(require("mount", "mount")?).args(["-o", "loop"]).arg(&image).arg(&mnt))
-            .context("cannot loop-mount the ext4 image (needs root and loop devices)")?;
-        let identifier = fscrypt::add_key(&mnt, new_key())?;
+    pub fn cipher(&self) -> &'static str {
+        match self.modes() {
+            Modes::Aes256 => "AES-256-XTS contents, AES-256-CTS names (kernel)",
+            Modes::Aes128 => "AES-128-CBC-ESSIV contents, AES-128-CTS names (kernel)",
+        }
+    }
+
+    pub fn key_bits(&self) -> u32 {
+        self.key_bits.unwrap_or(256)
+    }
+
+    pub fn describe(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([("policy".into(), "v2".into()), ("key_source".into(), self.key.describe())])
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if !matches!(self.key_bits, None | Some(128 | 256)) {
+            bail!("fscrypt: key_bits must be 128 or 256");
+        }
+        self.key.validate()
+    }
+
+    /// Encrypts `base/data` with a fresh policy; returns the directory.
+    pub fn setup(&self, base: &Base, lease: &mut Lease, p: &mut Prepared) -> Result<PathBuf> {
+        let Some(mnt) = &base.ext4 else {
+            bail!("fscrypt needs an ext4 file system with the encrypt feature: use storage = \"ext4-image\"")
+        };
+        let raw: [u8; MASTER_KEY_BYTES] = hex_bytes(&self.key.material(Shape::HexBytes(MASTER_KEY_BYTES))?);
+        let identifier = fscrypt::add_key(mnt, raw)?;
+        // Unmounting also drops the file system's keyring; this step locks the files sooner.
         lease.push(Step::RemoveFscryptKey { mount: mnt.clone(), identifier: fscrypt::identifier_hex(&identifier) })?;
-        let data = mnt.join("data");
+        let data = base.dir.join("data");
         std::fs::create_dir(&data)?;
-        fscrypt::set_policy(&data, &identifier)?;
-        p.in_force.push(InForce::Mount { path: mnt.clone(), fs_type: "ext4" });
-        p.in_force.push(InForce::Fscrypt { mount: mnt, dir: data.clone(), identifier });
-        p.lease = Some(lease);
-        p.data_dir = data;
-        p.backing = vec![image];
-        p.encrypted = true;
-        Ok(p)
+        fscrypt::set_policy(&data, &identifier, self.modes())?;
+        probe(&data, self.cipher())?;
+        p.in_force.push(InForce::Fscrypt { mount: mnt.clone(), dir: data.clone(), identifier });
+        Ok(data)
+    }
+}
+
+/// Creates a file in the new directory: the kernel only looks for the policy's ciphers then.
+fn probe(dir: &Path, cipher: &str) -> Result<()> {
+    let file = dir.join(".dbvs-probe");
+    match std::fs::write(&file, b"probe") {
+        Ok(()) => Ok(std::fs::remove_file(&file)?),
+        Err(e) if e.raw_os_error() == Some(libc::ENOPKG) => bail!(
+            "this kernel lacks the crypto fscrypt needs for {cipher} (for AES-128: CONFIG_CRYPTO_ESSIV); \
+             use key_bits = 256"
+        ),
+        Err(e) => Err(e).with_context(|| format!("cannot write into the fscrypt directory {}", dir.display())),
     }
 }
 
 pub fn preflight() -> Result<()> {
-    require("mkfs.ext4", "e2fsprogs")?;
-    require("mount", "mount")?;
     if !Path::new("/sys/fs/ext4/features/encryption").exists() {
         bail!("this kernel's ext4 lacks encryption support (no /sys/fs/ext4/features/encryption)");
     }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        bail!("the fscrypt variant needs root to loop-mount its ext4 image; run dbvs as root");
-    }
-    if !Path::new("/dev/loop-control").exists() {
-        bail!("no loop devices (/dev/loop-control missing): load the loop module (modprobe loop)");
-    }
     Ok(())
-}
-
-/// A fresh random master key.
-fn new_key() -> [u8; fscrypt::MASTER_KEY_BYTES] {
-    let hex = random_hex(fscrypt::MASTER_KEY_BYTES);
-    std::array::from_fn(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("hex from random_hex"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn image_sizes_parse() {
-        let s = |v: &str| Settings { image_size: v.into() }.image_bytes();
-        assert_eq!(s("1GB").unwrap(), 1 << 30);
-        assert_eq!(s("512mb").unwrap(), 512 << 20);
-        assert!(s("10MB").is_err() && s("big").is_err());
-    }
 }

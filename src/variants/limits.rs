@@ -2,7 +2,7 @@
 //! control groups ([`crate::sys::cgroup`]): a CPU quota and a core set ("an older or smaller
 //! server"), read/write bandwidth and IOPS caps on the data's device ("HDD vs SSD"), and a
 //! memory cap. They apply to a managed server's processes, or to the whole run process on
-//! SQLite, whose engine runs inside dbvs. `data_path` puts the data on other storage.
+//! SQLite, whose engine runs inside dbvs.
 
 use super::Prepared;
 use crate::sys::cgroup::{Group, Version};
@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Settings {
     /// CPU time in cores (cpu.max), e.g. 0.5 or 1.
@@ -25,8 +25,8 @@ pub struct Settings {
     pub write_bps: Option<String>,
     pub read_iops: Option<u64>,
     pub write_iops: Option<u64>,
-    /// A directory on the storage to test (another disk's mount, say); the variant's data
-    /// goes in a fresh subdirectory of it, removed afterwards.
+    /// The shorthand `kind = "limits"`'s `data_path`: becomes the stack's storage path.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub data_path: Option<PathBuf>,
 }
 
@@ -67,7 +67,6 @@ impl Settings {
         put("write_bps", self.write_bps.clone());
         put("read_iops", self.read_iops.map(|v| v.to_string()));
         put("write_iops", self.write_iops.map(|v| v.to_string()));
-        put("data_path", self.data_path.as_ref().map(|p| p.display().to_string()));
         m
     }
 
@@ -84,9 +83,7 @@ impl Settings {
             }
         }
         if let Some(p) = &self.data_path {
-            if !p.is_dir() {
-                bail!("limits: data_path {} is not a directory; create it or mount the storage there", p.display());
-            }
+            bail!("limits: data_path is the shorthand kind = \"limits\"'s; in a stack write storage = {{ path = \"{}\" }}", p.display());
         }
         Ok(())
     }
@@ -101,23 +98,11 @@ impl Settings {
         Ok(())
     }
 
-    pub fn setup(&self, dir: &Path, name: &str) -> Result<Prepared> {
-        let mut p = match &self.data_path {
-            Some(base) => {
-                let data = base.join(format!("dbvs-{}-{name}", std::process::id()));
-                std::fs::create_dir_all(&data).with_context(|| format!("cannot create {}", data.display()))?;
-                std::fs::set_permissions(&data, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
-                let mut p = Prepared::plain(dir)?;
-                p.guards.push(Box::new(RemoveDir(data.clone())));
-                p.backing = vec![data.clone()];
-                p.data_dir = data;
-                p
-            }
-            None => Prepared::plain(dir)?,
-        };
+    /// Puts the limits on a control group the runs (or the managed server) will join.
+    pub fn setup(&self, name: &str, p: &mut Prepared) -> Result<()> {
         let controllers = self.controllers();
         if controllers.is_empty() {
-            return Ok(p);
+            return Ok(());
         }
         let group = Group::create(name, &controllers)?;
         let v1 = group.version == Version::V1;
@@ -161,7 +146,7 @@ impl Settings {
         }
         p.cgroups = group.dirs.clone();
         p.guards.push(Box::new(group));
-        Ok(p)
+        Ok(())
     }
 }
 
@@ -176,12 +161,4 @@ fn whole_disk(dir: &Path) -> Result<String> {
     let sys = PathBuf::from("/sys/class/block").join(&dev);
     let disk = if sys.join("partition").exists() { sys.join("..").canonicalize()? } else { sys };
     Ok(std::fs::read_to_string(disk.join("dev"))?.trim().to_string())
-}
-
-struct RemoveDir(PathBuf);
-
-impl Drop for RemoveDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }

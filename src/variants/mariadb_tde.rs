@@ -4,22 +4,26 @@
 //! optionally, the binary log. Before measuring, the target confirms through
 //! information_schema that every InnoDB tablespace is encrypted.
 
+use super::keys::{KeySource, Shape};
 use super::{InForce, Prepared};
 use crate::sys::lease::Lease;
-use crate::sys::{random_hex, require};
+use crate::sys::require;
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub const CIPHER: &str = "AES-256-CTR (file_key_management)";
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Settings {
     /// Also write and encrypt a binary log.
     #[serde(default)]
     pub binlog: bool,
+    /// 128, 192 or 256 (the default): the length of the AES-CTR key.
+    pub key_bits: Option<u32>,
+    /// Key 1 of file_key_management, as hex digits.
+    #[serde(default)]
+    pub key: KeySource,
 }
 
 pub fn preflight() -> Result<()> {
@@ -43,17 +47,33 @@ fn server_ids() -> Option<(u32, u32)> {
 }
 
 impl Settings {
+    pub fn key_bits(&self) -> u32 {
+        self.key_bits.unwrap_or(256)
+    }
+
+    pub fn cipher(&self) -> String {
+        format!("AES-{}-CTR (file_key_management)", self.key_bits())
+    }
+
     pub fn describe(&self) -> BTreeMap<String, String> {
         BTreeMap::from([
             ("encrypted".into(), "InnoDB tables, redo log, temporary tables and files, Aria".into()),
             ("binlog".into(), self.binlog.to_string()),
+            ("key_source".into(), self.key.describe()),
         ])
     }
 
-    pub fn setup(&self, dir: &Path) -> Result<Prepared> {
-        let mut p = Prepared::plain(dir)?;
-        let mut lease = Lease::new(&format!("mariadb-tde variant in {}", dir.display()))?;
-        let keys = lease.secret_file(dir.join("tde.keys"), format!("1;{}\n", random_hex(32)).as_bytes())?;
+    pub fn validate(&self) -> Result<()> {
+        if !matches!(self.key_bits, None | Some(128 | 192 | 256)) {
+            bail!("mariadb-tde: key_bits must be 128, 192 or 256");
+        }
+        self.key.validate()
+    }
+
+    /// The server settings and a key file (0600, the server's user's) in `dir`.
+    pub fn setup(&self, dir: &Path, lease: &mut Lease, p: &mut Prepared) -> Result<()> {
+        let key = self.key.material(Shape::HexBytes(self.key_bits() as usize / 8))?;
+        let keys = lease.secret_file(dir.join("tde.keys"), format!("1;{key}\n").as_bytes())?;
         if let Some((uid, gid)) = server_ids() {
             std::os::unix::fs::chown(&keys, Some(uid), Some(gid))?;
         }
@@ -76,7 +96,6 @@ impl Settings {
         }
         p.encrypted = true;
         p.in_force.push(InForce::File { path: keys, what: "the TDE key file" });
-        p.lease = Some(lease);
-        Ok(p)
+        Ok(())
     }
 }

@@ -1,79 +1,77 @@
-//! Variants: the configurations a study compares (plain, SQLCipher, gocryptfs, fscrypt...).
+//! Variants: the configurations a study compares. A variant is a stack of layers
+//! ([`stack`]): storage (a host directory, an ext4 image, tmpfs, a path of the user's), an
+//! optional encryption layer (SQLCipher, MariaDB TDE, fscrypt, gocryptfs) or a FUSE
+//! passthrough, resource limits, AES-NI masking.
 //!
 //! A variant checks up front that the host can run it (naming the package to install when
-//! not), then sets itself up in a directory dbvs owns. Set-up returns a [`Prepared`] whose
-//! guards tear everything down (unmount, lock keys, delete key files) when it is dropped, so
-//! clean-up happens on every exit path: success, error, or Ctrl-C unwinding the study.
+//! not), then sets itself up in a directory dbvs owns, bottom layer first. Set-up returns a
+//! [`Prepared`] whose lease and guards tear everything down (lock keys, unmount, delete key
+//! files and images) when it is dropped, so clean-up happens on every exit path: success,
+//! error, or Ctrl-C unwinding the study.
 
 mod fscrypt;
 mod gocryptfs;
+mod keys;
 mod limits;
 mod mariadb_tde;
 mod sqlcipher;
+mod stack;
+mod storage;
 
 use crate::sys::lease::Lease;
 use crate::targets::sqlite::KeyKind;
 use crate::targets::Engine;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
+use stack::Encryption;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+pub use storage::Storage;
 
 pub use crate::cipher::OPENSSL_NO_AESNI;
 /// Go's equivalent switch, for gocryptfs's own AES-GCM.
 pub const GODEBUG_NO_AESNI: &str = "cpu.aes=off,cpu.pclmulqdq=off";
 
-/// One `[[variants]]` entry of a study file. (Unknown keys are refused by each kind's
-/// settings; serde cannot deny them here because of the flattened kind.)
-#[derive(Clone, Debug, Deserialize, Serialize)]
+/// One `[[variants]]` entry of a study file: a name and a stack of layers. Written back
+/// (into run records and reports) in the stack form; read from either form (see [`stack`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct VariantConfig {
     pub name: String,
-    #[serde(flatten)]
-    pub kind: Kind,
+    pub storage: Storage,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub encryption: Option<Encryption>,
+    /// A FUSE file system that passes calls through (bindfs): gocryptfs's control.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub fuse_passthrough: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limits: Option<limits::Settings>,
     /// `false` runs this variant with AES-NI masked from user-space crypto.
-    #[serde(default = "yes")]
     pub aesni: bool,
+    /// Test-only: a busy-wait inside every unit, so verdict checks have a known slowdown.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "delay_text")]
+    pub delay: Option<Duration>,
+    /// The variant this one's cost is measured against besides the baseline: the same
+    /// stack without the encryption layer. A study fills it in (see `study::controls`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub control: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for VariantConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let entry = serde_json::Map::<String, serde_json::Value>::deserialize(d)?;
+        Self::from_entry(entry).map_err(|e| serde::de::Error::custom(format!("{e:#}")))
+    }
 }
 
 fn yes() -> bool {
     true
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
-pub enum Kind {
-    /// The database as is.
-    Plain {},
-    /// SQLCipher page encryption inside SQLite.
-    Sqlcipher(sqlcipher::Settings),
-    /// The database inside a gocryptfs (FUSE, AES-256-GCM) mount.
-    Gocryptfs {},
-    /// MariaDB's own data-at-rest encryption (InnoDB, redo log, temp files, Aria).
-    #[serde(rename = "mariadb-tde")]
-    MariadbTde(mariadb_tde::Settings),
-    /// The database in an fscrypt-encrypted directory (kernel AES-256-XTS) on an ext4 loop image.
-    Fscrypt(fscrypt::Settings),
-    /// Plain storage on an emulated smaller or slower machine (cgroup CPU, cores, I/O and
-    /// memory limits), optionally on another path.
-    Limits(limits::Settings),
-    /// Test-only: plain, plus a fixed busy-wait inside every transaction, to check that
-    /// studies detect a known slowdown.
-    Delay {
-        #[serde(with = "humantime_serde_compat")]
-        per_transaction: Duration,
-    },
-}
-
-mod humantime_serde_compat {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::time::Duration;
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        let s = String::deserialize(d)?;
-        humantime::parse_duration(&s).map_err(|e| serde::de::Error::custom(format!("'{s}' is not a duration: {e}")))
-    }
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&humantime::format_duration(*d).to_string())
+fn delay_text<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => crate::sys::units::duration_text::serialize(d, s),
+        None => s.serialize_none(),
     }
 }
 
@@ -86,6 +84,15 @@ pub struct VariantInfo {
     pub key_bits: Option<u32>,
     pub aesni: bool,
     pub settings: BTreeMap<String, String>,
+    /// The stack, bottom up: (layer, what this variant has there).
+    #[serde(default)]
+    pub stack: Vec<(String, String)>,
+    /// The variant measured against besides the baseline (same stack, no encryption).
+    #[serde(default)]
+    pub control: Option<String>,
+    /// The layers in which this variant differs from the baseline (a study fills it in).
+    #[serde(default)]
+    pub differs_from_baseline: Vec<String>,
 }
 
 /// A variant set up and ready for runs. Dropping it tears it down.
@@ -107,6 +114,9 @@ pub struct Prepared {
     pub encrypted: bool,
     /// Control groups the runs (SQLite) or the managed server must join.
     pub cgroups: Vec<PathBuf>,
+    /// The FUSE daemons serving the stack (gocryptfs, bindfs): a run's memory limit takes
+    /// them in, since their page cache is the stack's too.
+    pub daemons: Vec<u32>,
     /// What must still hold for a run on this variant to count (a mount, a key).
     in_force: Vec<InForce>,
     /// Mounts, keyring keys and key files to undo: at tear-down, or, if dbvs is killed,
@@ -173,12 +183,10 @@ fn sqlite_plaintext(path: &Path) -> Result<bool> {
 }
 
 impl Prepared {
-    fn plain(dir: &Path) -> Result<Self> {
-        let data_dir = dir.join("data");
-        std::fs::create_dir_all(&data_dir)?;
-        Ok(Self {
-            backing: vec![data_dir.clone()],
-            data_dir,
+    fn empty() -> Self {
+        Self {
+            backing: vec![],
+            data_dir: PathBuf::new(),
             key: None,
             cipher_pragmas: vec![],
             server_settings: vec![],
@@ -186,10 +194,11 @@ impl Prepared {
             inject_delay: Duration::ZERO,
             encrypted: false,
             cgroups: vec![],
+            daemons: vec![],
             in_force: vec![],
             lease: None,
             guards: vec![],
-        })
+        }
     }
 
     /// Checks that the variant is still what it claims (its encryption layer mounted, its
@@ -203,88 +212,113 @@ impl Prepared {
 }
 
 impl VariantConfig {
-    pub fn info(&self) -> VariantInfo {
-        let (layer, cipher, key_bits, settings) = match &self.kind {
-            Kind::Plain {} => ("none", "none", None, BTreeMap::new()),
-            Kind::Sqlcipher(s) => ("database (SQLCipher page encryption)", sqlcipher::CIPHER, Some(256), s.describe()),
-            Kind::Gocryptfs {} => ("file system (gocryptfs, FUSE)", gocryptfs::CIPHER, Some(256), BTreeMap::new()),
-            Kind::Fscrypt(s) => ("file system (fscrypt, kernel)", fscrypt::CIPHER, Some(512), s.describe()),
-            Kind::Limits(s) => {
-                ("none (cgroup limits: an emulated smaller or slower machine)", "none", None, s.describe())
-            }
-            Kind::MariadbTde(s) => {
-                ("database (MariaDB data-at-rest encryption)", mariadb_tde::CIPHER, Some(256), s.describe())
-            }
-            Kind::Delay { per_transaction } => (
-                "none (test-only injected delay)",
-                "none",
-                None,
-                BTreeMap::from([("per_transaction".into(), humantime::format_duration(*per_transaction).to_string())]),
-            ),
+    /// What a report says about the variant, with the layers that differ from `baseline`'s.
+    pub fn info(&self, baseline: &VariantConfig) -> VariantInfo {
+        let mut settings = match &self.encryption {
+            Some(Encryption::Sqlcipher(s)) => s.describe(),
+            Some(Encryption::MariadbTde(s)) => s.describe(),
+            Some(Encryption::Fscrypt(s)) => s.describe(),
+            Some(Encryption::Gocryptfs(s)) => s.describe(),
+            None => BTreeMap::new(),
+        };
+        if let Some(l) = &self.limits {
+            settings.extend(l.describe());
+        }
+        let layer = match (&self.encryption, &self.limits, self.delay) {
+            (Some(e), _, _) => format!("{} ({})", e.level(), e.name()),
+            (None, Some(_), _) => "none (cgroup limits: an emulated smaller or slower machine)".into(),
+            (None, None, Some(_)) => "none (test-only injected delay)".into(),
+            (None, None, None) => "none".into(),
         };
         VariantInfo {
             name: self.name.clone(),
-            layer: layer.into(),
-            cipher: cipher.into(),
-            key_bits,
+            layer,
+            cipher: self.encryption.as_ref().map_or("none".into(), Encryption::cipher),
+            key_bits: self.encryption.as_ref().map(Encryption::key_bits),
             aesni: self.aesni,
             settings,
-        }
-    }
-
-    /// Checks the variant's own settings, before anything runs.
-    pub fn validate(&self) -> Result<()> {
-        match &self.kind {
-            Kind::Limits(s) => s.validate().map_err(|e| anyhow::anyhow!("variant '{}': {e}", self.name)),
-            Kind::Sqlcipher(s) => s.validate().map_err(|e| anyhow::anyhow!("variant '{}': {e}", self.name)),
-            _ => Ok(()),
+            stack: self.layers().into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+            control: self.control.clone(),
+            differs_from_baseline: self.differences(baseline).into_iter().map(String::from).collect(),
         }
     }
 
     /// Checks that this host and engine can run the variant; the error names what to install.
     pub fn preflight(&self, engine: Engine) -> Result<()> {
-        match (&self.kind, engine) {
-            (Kind::Sqlcipher(_), e) if e != Engine::Sqlite => {
+        self.validate()?;
+        match (&self.encryption, engine) {
+            (Some(Encryption::Sqlcipher(_)), e) if e != Engine::Sqlite => {
                 bail!("sqlcipher applies to the sqlite engine only, not {e}")
             }
-            (Kind::MariadbTde(_), e) if e != Engine::Mariadb => {
+            (Some(Encryption::MariadbTde(_)), e) if e != Engine::Mariadb => {
                 bail!("mariadb-tde applies to the mariadb engine only, not {e}")
             }
             _ => {}
         }
-        match &self.kind {
-            Kind::Fscrypt(_) if !self.aesni => {
-                bail!("aesni = false cannot apply to fscrypt: its AES runs in the kernel, not in OpenSSL or Go")
-            }
-            Kind::Gocryptfs {} => gocryptfs::preflight(),
-            Kind::Fscrypt(_) => fscrypt::preflight(),
-            Kind::Sqlcipher(s) => s.preflight(),
-            Kind::MariadbTde(_) => mariadb_tde::preflight(),
-            Kind::Limits(s) => s.preflight(),
-            Kind::Plain {} | Kind::Delay { .. } => Ok(()),
+        self.storage.preflight()?;
+        if self.fuse_passthrough {
+            storage::passthrough_preflight()?;
+        }
+        match &self.encryption {
+            Some(Encryption::Gocryptfs(_)) => gocryptfs::preflight()?,
+            Some(Encryption::Fscrypt(_)) => fscrypt::preflight()?,
+            Some(Encryption::Sqlcipher(s)) => s.preflight()?,
+            Some(Encryption::MariadbTde(_)) => mariadb_tde::preflight()?,
+            None => {}
+        }
+        match &self.limits {
+            Some(l) => l.preflight(),
+            None => Ok(()),
         }
     }
 
-    /// Sets the variant up inside `dir`, an empty directory dbvs owns.
+    /// Sets the stack up inside `dir`, an empty directory dbvs owns, bottom layer first.
     pub fn setup(&self, dir: &Path) -> Result<Prepared> {
-        let gocryptfs_env: Vec<(String, String)> = if self.aesni { vec![] } else { aesni_off_env() };
-        let mut p = match &self.kind {
-            Kind::Plain {} => Prepared::plain(dir)?,
-            Kind::Delay { per_transaction } => {
-                let mut p = Prepared::plain(dir)?;
-                p.inject_delay = *per_transaction;
-                p
+        let mut p = Prepared::empty();
+        let mut lease = Lease::new(&format!("variant '{}' in {}", self.name, dir.display()))?;
+        let result = self.build(dir, &mut lease, &mut p);
+        // Whatever was set up before a failure is undone with the lease.
+        p.lease = Some(lease);
+        result?;
+        Ok(p)
+    }
+
+    fn build(&self, dir: &Path, lease: &mut Lease, p: &mut Prepared) -> Result<()> {
+        let base = self.storage.setup(dir, &self.name, lease, p)?;
+        p.backing = vec![base.backing.clone()];
+        let mount = dir.join("data");
+        p.data_dir = match &self.encryption {
+            Some(Encryption::Fscrypt(s)) => s.setup(&base, lease, p)?,
+            Some(Encryption::Gocryptfs(s)) => {
+                let env = if self.aesni { vec![] } else { aesni_off_env() };
+                p.backing = vec![s.setup(&base, &mount, &env, lease, p)?];
+                mount
             }
-            Kind::Sqlcipher(s) => s.setup(dir)?,
-            Kind::Gocryptfs {} => gocryptfs::setup(dir, &gocryptfs_env)?,
-            Kind::Fscrypt(s) => s.setup(dir)?,
-            Kind::MariadbTde(s) => s.setup(dir)?,
-            Kind::Limits(s) => s.setup(dir, &self.name)?,
+            _ if self.fuse_passthrough => {
+                p.backing = vec![storage::passthrough(&base, &mount, lease, p)?];
+                mount
+            }
+            _ => {
+                let data = base.dir.join("data");
+                std::fs::create_dir_all(&data)?;
+                std::fs::set_permissions(&data, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+                data
+            }
         };
+        match &self.encryption {
+            Some(Encryption::Sqlcipher(s)) => s.setup(dir, lease, p)?,
+            Some(Encryption::MariadbTde(s)) => s.setup(dir, lease, p)?,
+            Some(_) => p.encrypted = true,
+            None => {}
+        }
+        if let Some(l) = &self.limits {
+            l.setup(&self.name, p)?;
+        }
+        p.inject_delay = self.delay.unwrap_or_default();
         if !self.aesni {
             p.env.extend(aesni_off_env());
         }
-        Ok(p)
+        Ok(())
     }
 }
 
@@ -295,31 +329,63 @@ fn aesni_off_env() -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
-    fn parse(toml_text: &str) -> Result<VariantConfig, toml::de::Error> {
-        toml::from_str(toml_text)
-    }
-
-    #[test]
-    fn variants_parse_from_toml() {
-        assert!(matches!(parse("name = 'p'\nkind = 'plain'").unwrap().kind, Kind::Plain {}));
-        let v = parse("name = 's'\nkind = 'sqlcipher'\ncipher_page_size = 8192\naesni = false").unwrap();
-        assert!(!v.aesni);
-        assert_eq!(v.info().settings["cipher_page_size"], "8192");
-        let e = parse("name = 'x'\nkind = 'bitlocker'").unwrap_err().to_string();
-        assert!(e.contains("bitlocker"), "{e}");
-        let e = parse("name = 's'\nkind = 'sqlcipher'\ncipher_page_sise = 1").unwrap_err().to_string();
-        assert!(e.contains("cipher_page_sise"), "{e}");
-        let e = parse("name = 'p'\nkind = 'plain'\ncolour = 1").unwrap_err().to_string();
-        assert!(e.contains("colour"), "{e}");
+    fn parse(toml_text: &str) -> VariantConfig {
+        toml::from_str(toml_text).unwrap()
     }
 
     #[test]
     fn plain_setup_and_teardown() {
         let dir = tempfile::tempdir().unwrap();
-        let v = parse("name = 'p'\nkind = 'plain'\naesni = false").unwrap();
-        let p = v.setup(dir.path()).unwrap();
+        let p = parse("name = 'p'\nkind = 'plain'\naesni = false").setup(dir.path()).unwrap();
         assert!(p.data_dir.is_dir() && !p.encrypted);
+        assert!(p.data_dir.starts_with(dir.path()) && p.backing == vec![dir.path().join("store")]);
         assert!(p.env.iter().any(|(k, v)| k == "OPENSSL_ia32cap" && v == OPENSSL_NO_AESNI));
+    }
+
+    #[test]
+    fn a_sqlcipher_key_is_private_and_goes_with_the_variant() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = parse("name = 's'\nkind = 'sqlcipher'").setup(dir.path()).unwrap();
+        let (key, kind) = p.key.clone().unwrap();
+        assert_eq!(kind, KeyKind::Raw);
+        assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
+        assert!(crate::targets::sqlite::Key::from_file(&key, KeyKind::Raw).is_ok());
+        assert!(p.encrypted && p.cipher_pragmas.contains(&"cipher_page_size=4096".parse().unwrap()));
+        drop(p);
+        assert!(!key.exists(), "the key file goes with the variant");
+    }
+
+    #[test]
+    fn the_key_command_is_every_layers_kms_hook() {
+        let dir = tempfile::tempdir().unwrap();
+        let hex = "ab".repeat(32);
+        let text = format!(
+            "name = 's'\nencryption = {{ layer = 'sqlcipher', hmac = false, key = {{ command = 'printf {hex}' }} }}"
+        );
+        let p = parse(&text).setup(dir.path()).unwrap();
+        assert_eq!(std::fs::read_to_string(&p.key.as_ref().unwrap().0).unwrap(), hex);
+        assert!(p.cipher_pragmas.contains(&"cipher_use_hmac=OFF".parse().unwrap()));
+        let bad = parse("name = 's'\nencryption = { layer = 'sqlcipher', key = { command = 'echo nope' } }");
+        let e = bad.setup(&dir.path().join("b")).err().unwrap().to_string();
+        assert!(e.contains("64 hex digits"), "{e}");
+    }
+
+    #[test]
+    fn a_failed_setup_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let v = parse("name = 's'\nencryption = { layer = 'sqlcipher', key = { command = 'exit 1' } }");
+        assert!(v.setup(dir.path()).is_err());
+        let leases = crate::sys::lease::dir();
+        let mine = format!("{}-", std::process::id());
+        let left: Vec<_> = std::fs::read_dir(&leases)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&mine))
+            .filter(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains(&dir.path().display().to_string())))
+            .collect();
+        assert!(left.is_empty(), "the lease of a failed set-up is carried out: {left:?}");
     }
 }

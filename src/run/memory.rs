@@ -1,0 +1,89 @@
+//! A run's memory limit, page cache included: the run process (SQLite's engine runs in it;
+//! a managed server it starts inherits the group) and the variants' FUSE daemons join one
+//! control group with `memory.max` (v1: `memory.limit_in_bytes`) from the start, before
+//! the fresh copy is made. Everything the run reads is then charged to the group, so a
+//! database larger than the limit really reads from storage, as seeds 000 and 001 arranged
+//! with databases larger than their servers' memory. The daemons go back where they were
+//! afterwards.
+
+use crate::sys::cgroup::{Group, Version};
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+
+pub struct MemoryLimit {
+    group: Group,
+    /// Processes moved in, with the group directory each came from.
+    moved: Vec<(u32, PathBuf)>,
+}
+
+impl MemoryLimit {
+    /// Limits this process and `daemons` to `bytes` together.
+    pub fn apply(bytes: u64, daemons: &[u32]) -> Result<Self> {
+        let group = Group::create("run-memory", &["memory"])?;
+        let v1 = group.version == Version::V1;
+        group.set(if v1 { "memory.limit_in_bytes" } else { "memory.max" }, &bytes.to_string())?;
+        let dir = group.dir_for("memory.max").to_path_buf();
+        let mut limit = MemoryLimit { group, moved: Vec::new() };
+        for pid in std::iter::once(std::process::id()).chain(daemons.iter().copied()) {
+            let from = current_group(pid, limit.group.version)?;
+            std::fs::write(dir.join("cgroup.procs"), pid.to_string())
+                .with_context(|| format!("cannot move process {pid} into the memory limit's group"))?;
+            limit.moved.push((pid, from));
+        }
+        Ok(limit)
+    }
+
+    /// What the limit did so far (peak use, times it was hit), for the run record, so a
+    /// limit that never bit is visible.
+    pub fn record(&self) -> crate::record::LimitsRecord {
+        crate::record::LimitsRecord {
+            applied_to: "the run's memory (this process, its server, the FUSE daemons)".into(),
+            usage: crate::sys::cgroup::Usage::read(&self.group.dirs),
+        }
+    }
+}
+
+impl Drop for MemoryLimit {
+    fn drop(&mut self) {
+        // Back where they were, so the group is empty and can go.
+        for (pid, from) in self.moved.drain(..).rev() {
+            let _ = std::fs::write(from.join("cgroup.procs"), pid.to_string());
+        }
+    }
+}
+
+/// The directory of `pid`'s memory control group.
+fn current_group(pid: u32, version: Version) -> Result<PathBuf> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+        .with_context(|| format!("cannot read the control groups of process {pid}"))?;
+    memory_group(&text, version).with_context(|| format!("process {pid} is in no memory control group"))
+}
+
+/// The memory group's directory in a `/proc/PID/cgroup` text.
+fn memory_group(text: &str, version: Version) -> Option<PathBuf> {
+    let (root, path) = text
+        .lines()
+        .filter_map(|l| {
+            let mut fields = l.splitn(3, ':').skip(1);
+            fields.next().zip(fields.next())
+        })
+        .find_map(|(controllers, path)| match version {
+            Version::V1 => controllers.split(',').any(|c| c == "memory").then_some(("memory", path)),
+            Version::V2 => controllers.is_empty().then_some(("", path)),
+        })?;
+    Some(PathBuf::from(crate::sys::cgroup::ROOT).join(root).join(path.trim_start_matches('/')))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_memory_group_is_found_on_both_hierarchies() {
+        let v1 = "9:name=systemd:/\n4:memory:/process_api/abc\n0::/\n";
+        assert_eq!(memory_group(v1, Version::V1).unwrap(), PathBuf::from("/sys/fs/cgroup/memory/process_api/abc"));
+        let v2 = "0::/user.slice/session-1.scope\n";
+        assert_eq!(memory_group(v2, Version::V2).unwrap(), PathBuf::from("/sys/fs/cgroup/user.slice/session-1.scope"));
+        assert!(memory_group("1:cpu:/\n", Version::V1).is_none());
+    }
+}
