@@ -75,24 +75,9 @@ impl Settings {
         // The passphrase is only needed to mount; it goes at once.
         std::fs::remove_file(&pass)?;
         p.in_force.push(InForce::Mount { path: mnt.to_path_buf(), fs_type: "fuse.gocryptfs" });
-        p.daemons.push(daemon(mnt)?);
+        p.daemons.push(super::storage::fuse_daemon(mnt)?);
         Ok(cipher)
     }
-}
-
-pub fn preflight() -> Result<()> {
-    require("gocryptfs", "gocryptfs")?;
-    require("fusermount3", "fuse3")?;
-    if !Path::new("/dev/fuse").exists() {
-        bail!("/dev/fuse is missing: load the fuse module (modprobe fuse) or run where FUSE is available");
-    }
-    Ok(())
-}
-
-/// The process serving the FUSE mount at `mnt`.
-pub fn daemon(mnt: &Path) -> Result<u32> {
-    crate::sys::mounts::fuse_daemon(mnt)
-        .ok_or_else(|| anyhow::anyhow!("cannot find the FUSE daemon serving {}", mnt.display()))
 }
 
 fn is_root() -> bool {

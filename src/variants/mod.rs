@@ -257,10 +257,10 @@ impl VariantConfig {
         }
         self.storage.preflight()?;
         if self.fuse_passthrough {
-            storage::passthrough_preflight()?;
+            storage::fuse_preflight("bindfs", "bindfs")?;
         }
         match &self.encryption {
-            Some(Encryption::Gocryptfs(_)) => gocryptfs::preflight()?,
+            Some(Encryption::Gocryptfs(_)) => storage::fuse_preflight("gocryptfs", "gocryptfs")?,
             Some(Encryption::Fscrypt(_)) => fscrypt::preflight()?,
             Some(Encryption::Sqlcipher(s)) => s.preflight()?,
             Some(Encryption::MariadbTde(_)) => mariadb_tde::preflight()?,

@@ -165,15 +165,22 @@ pub fn passthrough(base: &Base, mnt: &Path, lease: &mut Lease, p: &mut Prepared)
     // sees the files too.
     run_tool(Command::new(require("bindfs", "bindfs")?).arg("--multithreaded").arg(&src).arg(mnt))?;
     p.in_force.push(InForce::Mount { path: mnt.to_path_buf(), fs_type: "fuse" });
-    p.daemons.push(super::gocryptfs::daemon(mnt)?);
+    p.daemons.push(fuse_daemon(mnt)?);
     Ok(src)
 }
 
-pub fn passthrough_preflight() -> Result<()> {
-    require("bindfs", "bindfs")?;
+/// Checks that a FUSE file system served by `program` (from `package`) can be mounted here.
+pub fn fuse_preflight(program: &str, package: &str) -> Result<()> {
+    require(program, package)?;
     require("fusermount3", "fuse3")?;
     if !Path::new("/dev/fuse").exists() {
         bail!("/dev/fuse is missing: load the fuse module (modprobe fuse) or run where FUSE is available");
     }
     Ok(())
+}
+
+/// The process serving the FUSE mount at `mnt`.
+pub fn fuse_daemon(mnt: &Path) -> Result<u32> {
+    crate::sys::mounts::fuse_daemon(mnt)
+        .ok_or_else(|| anyhow::anyhow!("cannot find the FUSE daemon serving {}", mnt.display()))
 }
