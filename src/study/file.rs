@@ -1,6 +1,8 @@
 //! The study file (TOML): what to compare, on what, for how long, to what precision.
 //! Errors point at the file, line and key.
 
+use super::text::Places;
+pub use super::text::{redact_key_commands, syntax_error};
 use crate::variants::VariantConfig;
 use crate::workloads::{Kind, Options, WorkloadSpec};
 use anyhow::{bail, Context as _, Result};
@@ -369,107 +371,6 @@ impl StudyFile {
             bail!("{}interleave must be a slice from 10ms to 10m, e.g. interleave = \"250ms\"", at("interleave"));
         }
         Ok(())
-    }
-}
-
-/// A TOML parser error as one line: the file, the line its span starts on, the message.
-pub fn syntax_error(file: &dyn std::fmt::Display, text: &str, e: &toml::de::Error) -> anyhow::Error {
-    let span = e.span().map_or(0..0, |s| s.start.min(text.len())..s.end.min(text.len()));
-    // A workload's own options are read after its table, whose span the error carries:
-    // an unknown key is looked up inside it.
-    let unknown = e.message().strip_prefix("unknown field `").and_then(|m| m.split('`').next());
-    let at = unknown
-        .and_then(|key| {
-            let mut offset = span.start;
-            text[span.clone()].split_inclusive('\n').find_map(|l| {
-                let here = offset;
-                offset += l.len();
-                l.trim_start().strip_prefix(key).filter(|r| r.trim_start().starts_with('=')).map(|_| here)
-            })
-        })
-        .unwrap_or(span.start);
-    let line = e.span().map_or(0, |_| text[..at].matches('\n').count() + 1);
-    let msg: Vec<&str> = e.message().lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-    anyhow::anyhow!("{file} line {line}: {}", msg.join("; "))
-}
-
-/// The study file as stored and reported: key commands (`command = "..."`) replaced, since
-/// a command that fetches a key may carry a token or a path worth keeping private.
-pub fn redact_key_commands(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find("command") {
-        let (before, from) = rest.split_at(at + "command".len());
-        out.push_str(before);
-        let after_eq = from.trim_start().strip_prefix('=').map(str::trim_start);
-        let quote = after_eq.and_then(|a| a.chars().next()).filter(|q| *q == '"' || *q == '\'');
-        let (Some(value), Some(q)) = (after_eq, quote) else {
-            rest = from;
-            continue;
-        };
-        // Skip to the closing quote (a basic string may escape one with a backslash).
-        let body = &value[1..];
-        let mut end = None;
-        let mut escaped = false;
-        for (i, c) in body.char_indices() {
-            match c {
-                '\\' if q == '"' && !escaped => escaped = true,
-                c if c == q && !escaped => {
-                    end = Some(i);
-                    break;
-                }
-                _ => escaped = false,
-            }
-        }
-        let Some(end) = end else {
-            rest = from;
-            continue;
-        };
-        out.push_str(&from[..from.len() - value.len()]);
-        out.push(q);
-        out.push_str("(key command, not stored)");
-        out.push(q);
-        rest = &body[end + 1..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// Where the entries of a study file stand in its text, from the TOML parser's spans, so
-/// an error in the second `[[workloads]]` entry points at that entry's lines.
-struct Places<'a> {
-    text: &'a str,
-    workloads: Vec<std::ops::Range<usize>>,
-    variants: Vec<std::ops::Range<usize>>,
-}
-
-impl<'a> Places<'a> {
-    fn of(text: &'a str) -> Self {
-        #[derive(Deserialize, Default)]
-        struct Spans {
-            #[serde(default)]
-            workload: Option<toml::Spanned<toml::Value>>,
-            #[serde(default)]
-            workloads: Vec<toml::Spanned<toml::Value>>,
-            #[serde(default)]
-            variants: Vec<toml::Spanned<toml::Value>>,
-        }
-        let spans: Spans = toml::from_str(text).unwrap_or_default();
-        let workloads = spans.workload.into_iter().chain(spans.workloads).map(|w| w.span()).collect();
-        Places { text, workloads, variants: spans.variants.iter().map(|v| v.span()).collect() }
-    }
-
-    /// `line N: ` for the first line holding `needle` within `within` (the whole file when
-    /// `None`), else the entry's first line; empty when nothing is found.
-    fn line(&self, within: Option<&std::ops::Range<usize>>, needle: &str) -> String {
-        let range = within.cloned().unwrap_or(0..self.text.len());
-        let start = self.text[..range.start].matches('\n').count();
-        let found = self.text[range.clone()].lines().position(|l| l.contains(needle));
-        match (found, within) {
-            (Some(i), _) => format!("line {}: ", start + i + 1),
-            (None, Some(_)) => format!("line {}: ", start + 1),
-            (None, None) => String::new(),
-        }
     }
 }
 

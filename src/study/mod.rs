@@ -15,6 +15,7 @@ pub mod file;
 pub mod measures;
 mod resume;
 mod summary;
+mod text;
 
 use crate::driver::RunStatus;
 use crate::interrupt;
