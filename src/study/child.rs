@@ -115,7 +115,7 @@ pub fn build(ctx: &Context, v: &VariantConfig, p: &Prepared, w: &WorkloadConfig)
     if standalone(w) {
         return Ok(());
     }
-    let name = format!("build-{}-{}", v.name, slug(&w.label()));
+    let name = format!("build-{}-{}", slug(&v.name), slug(&w.label()));
     let (log_path, log) = log_file(ctx, &format!("{name}.log"))?;
     p.ensure_in_force()?;
     let spec = RunSpec::of(db_spec(ctx, p, w)?);
@@ -171,7 +171,7 @@ fn run_child(
     tag: &str,
     keep_for_scan: bool,
 ) -> Result<RunRecord> {
-    let name = format!("{tag}-{}-{}", v.name, slug(&w.label()));
+    let name = format!("{tag}-{}-{}", slug(&v.name), slug(&w.label()));
     let json = ctx.out.join("runs").join(format!("{name}.json"));
     let (log_path, log) = log_file(ctx, &format!("{name}.log"))?;
     let mut cmd = Command::new(ctx.exe);
@@ -224,7 +224,7 @@ pub fn run_interleaved(
         for (_, p) in sides {
             p.ensure_in_force()?;
         }
-        let names: Vec<&str> = sides.iter().map(|(v, _)| v.name.as_str()).collect();
+        let names: Vec<String> = sides.iter().map(|(v, _)| slug(&v.name)).collect();
         let name = format!("{tag}-{}-{}", names.join("+"), slug(&w.label()));
         let json = ctx.out.join("runs").join(format!("{name}.json"));
         let (log_path, log) = log_file(ctx, &format!("{name}.log"))?;
