@@ -13,6 +13,11 @@ fn pct(x: f64) -> String {
     format!("{:+.1}%", 100.0 * (x - 1.0))
 }
 
+/// A ratio as a change with its CI: "-47.2% [-48.6%, -45.8%]".
+fn change(e: &crate::stats::RatioEstimate) -> String {
+    format!("{} [{}, {}]", pct(e.ratio), pct(e.ci.0), pct(e.ci.1))
+}
+
 fn test_name(t: crate::stats::Test) -> &'static str {
     match t {
         crate::stats::Test::SignedRank => "signed-rank",
@@ -59,7 +64,7 @@ pub fn verdicts(r: &StudyReport) -> Table {
                     vec![
                         name,
                         mean,
-                        format!("{} [{}, {}]", pct(e.ratio), pct(e.ci.0), pct(e.ci.1)),
+                        change(e),
                         format!("[{}, {}]", pct(e.bootstrap_ci.0), pct(e.bootstrap_ci.1)),
                         format!("{:.4} ({})", e.p_value, test_name(e.test)),
                         noise(e, r.ci_target, r.seconds_per_block),
@@ -139,7 +144,7 @@ pub fn controls(r: &StudyReport) -> Table {
                     m.measure.name.clone(),
                     c.variant.clone(),
                     c.against.clone().unwrap_or_default(),
-                    format!("{} [{}, {}]", pct(e.ratio), pct(e.ci.0), pct(e.ci.1)),
+                    change(e),
                     c.verdict.to_string(),
                     noise(e, r.ci_target, r.seconds_per_block),
                 ]
@@ -181,7 +186,7 @@ pub fn changes(r: &StudyReport) -> Table {
             for v in &others {
                 row.push(m.comparisons.iter().find(|c| c.variant == *v).map_or("-".into(), |c| {
                     let e = &c.estimate;
-                    format!("{} [{}, {}]; {}", pct(e.ratio), pct(e.ci.0), pct(e.ci.1), c.verdict)
+                    format!("{}; {}", change(e), c.verdict)
                 }));
             }
             row
@@ -367,9 +372,7 @@ pub fn per_run(r: &StudyReport) -> Table {
     rows.push(
         std::iter::once("change vs baseline".to_string())
             .chain(names.iter().map(|n| {
-                r.comparisons.iter().find(|c| c.variant == *n).map_or("baseline".into(), |c| {
-                    format!("{} [{}, {}]", pct(c.estimate.ratio), pct(c.estimate.ci.0), pct(c.estimate.ci.1))
-                })
+                r.comparisons.iter().find(|c| c.variant == *n).map_or("baseline".into(), |c| change(&c.estimate))
             }))
             .collect(),
     );
