@@ -25,10 +25,13 @@ enum Server {
 impl Place {
     fn start(engine: Engine) -> Self {
         let dir = reachable_tempdir();
+        // The servers keep their write-ahead log apart (`--log-dir`), so every workload's
+        // contract holds with it too (MariaDB's run copies carry their redo log along).
+        let (data, log) = (dir.path().join("server"), dir.path().join("log"));
         let server = match engine {
             Engine::Sqlite => Server::Sqlite,
-            Engine::Postgres => Server::Postgres(ManagedPg::start(None, &dir.path().join("pg"), &[], &[]).unwrap()),
-            Engine::Mariadb => Server::Mariadb(ManagedMaria::start(&dir.path().join("maria"), &[], &[]).unwrap()),
+            Engine::Postgres => Server::Postgres(ManagedPg::start(None, &data, Some(&log), &[], &[]).unwrap()),
+            Engine::Mariadb => Server::Mariadb(ManagedMaria::start(&data, Some(&log), &[], &[]).unwrap()),
         };
         Self { dir, server }
     }

@@ -151,3 +151,57 @@ fn a_memory_limit_makes_a_database_larger_than_it_read_from_storage() {
     let o = dbvs(&["run", "--target", "postgres://u@127.0.0.1:1/x", "--memory", "64MB", "--no-store"]);
     assert!(!o.status.success() && stderr(&o).contains("your own server is not limited"), "{}", stderr(&o));
 }
+
+/// A server's write-ahead log on a volume of its own, under the same encryption as the data
+/// (as seed 000's BitLocker covered the data and log volumes): WAL or redo writes land on the
+/// log's device, the canary finds no plaintext on either volume, and its control has the
+/// same two volumes in plain.
+fn log_on_its_own_volume(engine: &str) {
+    let _t = turn();
+    let dir = reachable_tempdir();
+    let body = format!(
+        "name = \"log apart\"\nseed = 5\nblocks = {{ min = 2, max = 2 }}\n\
+         [target]\nengine = \"{engine}\"\nsettings = {{ {} }}\n\
+         [workload]\nname = \"ds2\"\nsize = \"1MB\"\nthreads = 1\nduration = \"1s\"\nwarmup = \"0.2s\"\n\
+         [[variants]]\nname = \"plain\"\n\
+         [[variants]]\nname = \"fscrypt\"\nstorage = {{ on = \"ext4-image\", size = \"128MB\" }}\n\
+         log_storage = {{ on = \"ext4-image\", size = \"256MB\" }}\nencryption = \"fscrypt\"\n",
+        if engine == "mariadb" { "innodb_buffer_pool_size = \"64M\"" } else { "" }
+    );
+    // (The log's image holds two copies of MariaDB's 96MB redo log: the pristine one and a run's.)
+    let (r, out) = study(dir.path(), &body);
+    assert_eq!(r["status"], "completed", "{out}");
+    let control = "plain on ext4 image, log on ext4 image";
+    let variant = |n: &str| r["variants"].as_array().unwrap().iter().find(|v| v["info"]["name"] == n).unwrap().clone();
+    assert_eq!(variant(control)["info"]["differs_from_baseline"], serde_json::json!(["storage", "log storage"]));
+    for c in r["canary"].as_array().unwrap() {
+        let hits = c["hits"].as_u64().unwrap();
+        match c["variant"].as_str().unwrap() {
+            "fscrypt" => assert_eq!((hits, c["scanned"].as_array().unwrap().len()), (0, 2), "{c}"),
+            _ => assert!(hits > 0, "{c}"),
+        }
+    }
+    // The log's loop device is not the data's, and the log was written to it.
+    let t = &variant("fscrypt")["telemetry"];
+    let loop_of = |volume: &str| {
+        let layers = t["layers"].as_array().unwrap();
+        let l = layers.iter().find(|l| l["volume"] == volume && l["fs_type"] == "ext4").unwrap();
+        l["device"].as_str().unwrap().to_string()
+    };
+    let (data, log) = (loop_of("data"), loop_of("log"));
+    assert!(data.starts_with("loop") && log.starts_with("loop") && data != log, "{t}");
+    assert!(t["window"]["disks"][&log]["writes_s"].as_f64().unwrap() > 0.0, "no log writes on {log}: {t}");
+    let md = std::fs::read_to_string(dir.path().join("out/report.md")).unwrap();
+    assert!(md.contains(&format!("{log} (ext4 on")) && md.contains("[log volume]"), "{md}");
+    no_mounts_under(dir.path());
+}
+
+#[test]
+fn postgres_wal_on_its_own_volume() {
+    log_on_its_own_volume("postgres");
+}
+
+#[test]
+fn mariadb_redo_log_on_its_own_volume() {
+    log_on_its_own_volume("mariadb");
+}

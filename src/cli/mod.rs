@@ -102,6 +102,11 @@ struct DbArgs {
     /// ~/.local/share/dbvs/managed/<engine>-<version>].
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
+    /// A managed server's write-ahead log (PostgreSQL's WAL, MariaDB's redo log) in DIR, e.g.
+    /// on another disk, instead of inside the data directory. Given when the data directory
+    /// is first made, and again with it on every later run.
+    #[arg(long, value_name = "DIR")]
+    log_dir: Option<PathBuf>,
     /// Setting for a managed server, e.g. shared_buffers=256MB (repeatable).
     #[arg(long, value_name = "NAME=VALUE", value_parser = parse_server_setting)]
     server_setting: Vec<(String, String)>,
@@ -156,6 +161,7 @@ impl DbArgs {
             cipher_pragmas: self.cipher_pragma.clone(),
             password_file: self.password_file.clone(),
             data_dir: self.data_dir.clone(),
+            log_dir: self.log_dir.clone(),
             server_settings: self.server_setting.clone(),
             limits: None,
             inject_delay: std::time::Duration::ZERO,

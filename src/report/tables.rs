@@ -272,23 +272,16 @@ pub fn machine(r: &StudyReport) -> Table {
     Table { title: "Machine during the runs (window averages)".into(), header: header.map(String::from).to_vec(), rows }
 }
 
-/// Per variant and device under its data: iostat's figures (both the upper and the backing
-/// device of an encrypted layer).
+/// Per variant and device under its volumes: iostat's figures (both the upper and the backing
+/// device of an encrypted layer; the log's devices when a server's log is kept apart).
 pub fn disks(r: &StudyReport) -> Table {
     let mut rows = Vec::new();
     for v in &r.variants {
         let Some(t) = &v.telemetry else { continue };
         for (d, x) in &t.window.disks {
-            let layer = t.layers.iter().find(|l| l.device.as_deref() == Some(d.as_str()));
-            let under = t.layers.iter().take_while(|l| l.device.as_deref() != Some(d.as_str()));
-            let above: Vec<String> = under.map(|l| format!("{} {}", l.fs_type, l.mount_point)).collect();
             rows.push(vec![
                 v.info.name.clone(),
-                match layer {
-                    Some(l) if above.is_empty() => format!("{d} ({} on {})", l.fs_type, l.mount_point),
-                    Some(l) => format!("{d} ({} on {}, under {})", l.fs_type, l.mount_point, above.join(", ")),
-                    None => d.clone(),
-                },
+                crate::telemetry::devices::describe(d, &t.layers),
                 format!("{:.1}", x.reads_s),
                 format!("{:.1}", x.writes_s),
                 format!("{:.1}", x.tps),

@@ -233,7 +233,7 @@ impl SetUp {
             interval: spec.telemetry.sample_interval,
             power: spec.telemetry.power.clone(),
             idle: spec.telemetry.idle_power,
-            dirs: watch.dirs,
+            volumes: watch.volumes,
             server_pid_file: watch.server_pid_file,
             server_note: watch.note,
             peak_minutes: spec.telemetry.peak_minutes,

@@ -30,6 +30,9 @@ pub struct DbSpec {
     /// Data directory of a managed server.
     #[serde(default)]
     pub data_dir: Option<PathBuf>,
+    /// A managed server's write-ahead log (WAL, redo log) on storage of its own.
+    #[serde(default)]
+    pub log_dir: Option<PathBuf>,
     #[serde(default)]
     pub server_settings: Vec<(String, String)>,
     /// A study variant's control groups, and whose processes they limit.
@@ -95,6 +98,7 @@ impl DbSpec {
                 cipher_pragmas: self.cipher_pragmas.clone(),
                 password,
                 data_dir: self.data_dir.clone(),
+                log_dir: self.log_dir.clone(),
                 server_settings: self.server_settings.clone(),
                 server_cgroups,
                 default_db,
@@ -353,6 +357,7 @@ mod tests {
                 cipher_pragmas: vec!["cipher_page_size=4096".parse().unwrap()],
                 password_file: None,
                 data_dir: None,
+                log_dir: None,
                 server_settings: vec![],
                 limits: Some(Limits { groups: vec!["/sys/fs/cgroup/x".into()], applies_to: LimitScope::Server }),
                 inject_delay: Duration::ZERO,

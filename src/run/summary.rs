@@ -92,10 +92,9 @@ fn telemetry(t: &crate::telemetry::Telemetry) {
         w.psi_cpu_some_pct, w.psi_io_some_pct, w.psi_io_full_pct, w.psi_memory_some_pct, w.ctxt_per_s, w.mem_available_mb
     );
     for (d, r) in &w.disks {
-        let layer = t.layers.iter().find(|l| l.device.as_deref() == Some(d.as_str()));
         println!(
-            "disk {d}{}: {:.0} r/s, {:.0} w/s, {:.1} MB/s read, {:.1} MB/s written, await {:.2} ms, util {:.0}%",
-            layer.map_or(String::new(), |l| format!(" ({} on {})", l.fs_type, l.mount_point)),
+            "disk {}: {:.0} r/s, {:.0} w/s, {:.1} MB/s read, {:.1} MB/s written, await {:.2} ms, util {:.0}%",
+            crate::telemetry::devices::describe(d, &t.layers),
             r.reads_s,
             r.writes_s,
             r.read_mb_s,

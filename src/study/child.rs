@@ -62,6 +62,10 @@ fn db_spec(ctx: &Context, p: &Prepared, w: &WorkloadConfig) -> Result<DbSpec> {
         key_kind: p.key.as_ref().map(|(_, k)| *k).unwrap_or_default(),
         cipher_pragmas: p.cipher_pragmas.clone(),
         password_file: None,
+        log_dir: match ctx.study.target.engine {
+            Engine::Postgres | Engine::Mariadb if !standalone(w) => p.log_dir.as_ref().map(|d| d.join("server")),
+            _ => None,
+        },
         data_dir,
         server_settings: settings.chain(p.server_settings.iter().cloned()).collect(),
         limits: None,

@@ -100,6 +100,19 @@ impl Lease {
         self.save()
     }
 
+    /// Adds a step that is undone after every other (a directory a server still uses is
+    /// removed only once the server is stopped).
+    pub fn push_last_undone(&mut self, step: Step) -> Result<()> {
+        self.file.steps.insert(0, step);
+        self.save()
+    }
+
+    /// Drops the steps `done` picks: their work was undone already.
+    pub fn forget(&mut self, done: impl Fn(&Step) -> bool) -> Result<()> {
+        self.file.steps.retain(|s| !done(s));
+        self.save()
+    }
+
     /// Replaces the step `old` picks, or adds `new` (a server restarted with a new pid).
     pub fn replace(&mut self, old: impl Fn(&Step) -> bool, new: Step) -> Result<()> {
         match self.file.steps.iter_mut().find(|s| old(s)) {
@@ -406,6 +419,25 @@ mod tests {
         drop(lease);
         assert!(!key.exists());
         assert_eq!(std::fs::read_dir(&leases).unwrap().count(), 0, "a carried-out lease is deleted");
+    }
+
+    #[test]
+    fn a_step_put_last_is_undone_last_and_a_forgotten_one_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut lease = Lease::in_dir(&dir.path().join("leases"), "test").unwrap();
+        let (copy, kept) = (dir.path().join("copy"), dir.path().join("kept"));
+        lease.push(Step::StopProcess { pid: u32::MAX - 1, comm: "mariadbd".into() }).unwrap();
+        lease.push_last_undone(Step::RemoveDir { path: copy.clone() }).unwrap();
+        lease.push_last_undone(Step::RemoveDir { path: kept.clone() }).unwrap();
+        lease.forget(|s| matches!(s, Step::RemoveDir { path } if *path == kept)).unwrap();
+        let written: LeaseFile = serde_json::from_slice(&std::fs::read(&lease.path).unwrap()).unwrap();
+        assert!(
+            matches!(written.steps.as_slice(), [Step::RemoveDir { path }, Step::StopProcess { .. }] if *path == copy)
+        );
+        std::fs::create_dir(&copy).unwrap();
+        std::fs::create_dir(&kept).unwrap();
+        drop(lease);
+        assert!(!copy.exists() && kept.exists());
     }
 
     #[test]

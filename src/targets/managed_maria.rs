@@ -3,7 +3,9 @@
 //! for) when the last user goes away. As root the server drops to the `mysql` user itself.
 //!
 //! A run's fresh copy is a copy of the whole data directory, made while the server is
-//! stopped; the server then restarts on the copy (same port) for the run.
+//! stopped; the server then restarts on the copy (same port) for the run. With a log
+//! directory, each data directory's InnoDB redo log lives in a subdirectory of it named
+//! after the data directory, and is copied with it.
 
 use super::ManagedServer;
 use crate::sys::lease::{Lease, Step};
@@ -24,6 +26,8 @@ pub struct ManagedMaria {
     as_root: bool,
     /// The pristine data directory.
     data: PathBuf,
+    /// Where the redo logs live, when not in the data directories.
+    log: Option<PathBuf>,
     pub port: u16,
     pub version: String,
     /// The running server and the data directory it serves.
@@ -48,7 +52,7 @@ pub fn default_data_dir() -> PathBuf {
     }
 }
 
-fn log(data: &Path) -> PathBuf {
+fn error_log(data: &Path) -> PathBuf {
     data.join("dbvs-server.log")
 }
 
@@ -61,8 +65,9 @@ fn socket(data: &Path) -> PathBuf {
 }
 
 impl ManagedMaria {
-    /// Installs the data directory if needed and starts the server.
-    pub fn start(data: &Path, settings: &[(String, String)], cgroups: &[PathBuf]) -> Result<Self> {
+    /// Installs the data directory if needed (its redo log under `log` when given) and
+    /// starts the server.
+    pub fn start(data: &Path, log: Option<&Path>, settings: &[(String, String)], cgroups: &[PathBuf]) -> Result<Self> {
         let (mariadbd, install) = (tool("mariadbd")?, tool("mariadb-install-db")?);
         std::fs::create_dir_all(data).with_context(|| format!("cannot create data directory {}", data.display()))?;
         let data = data.canonicalize()?;
@@ -73,20 +78,42 @@ impl ManagedMaria {
         // Temporary files stay on the data directory's storage (so an encrypted layer covers
         // them too), and concurrent installs cannot collide in a shared /tmp.
         std::fs::create_dir_all(tmpdir(&data))?;
+        let fresh = !data.join("mysql").exists();
+        if let Some(l) = log.filter(|l| !fresh && !log_home(Some(l), &data).join("ib_logfile0").exists()) {
+            bail!(
+                "{} was made with its redo log elsewhere, not under {}: delete the data directory or give the \
+                 --log-dir it was made with",
+                data.display(),
+                l.display()
+            );
+        }
+        let log = match log {
+            Some(l) => {
+                std::fs::create_dir_all(log_home(Some(l), &data))
+                    .with_context(|| format!("cannot create log directory {}", l.display()))?;
+                Some(l.canonicalize()?)
+            }
+            None => None,
+        };
         if as_root {
-            let out =
-                Command::new("chown").arg("-R").arg(format!("{SERVER_USER}:{SERVER_USER}")).arg(&data).output()?;
-            if !out.status.success() {
-                bail!("cannot give {} to the {SERVER_USER} user: is mariadb-server installed?", data.display());
+            for dir in std::iter::once(&data).chain(&log) {
+                let out =
+                    Command::new("chown").arg("-R").arg(format!("{SERVER_USER}:{SERVER_USER}")).arg(dir).output()?;
+                if !out.status.success() {
+                    bail!("cannot give {} to the {SERVER_USER} user: is mariadb-server installed?", dir.display());
+                }
             }
         }
-        let fresh = !data.join("mysql").exists();
         if fresh {
             let mut c = Command::new(&install);
             c.arg("--no-defaults")
                 .arg(format!("--datadir={}", data.display()))
                 .arg(format!("--tmpdir={}", tmpdir(&data).display()))
                 .args(["--auth-root-authentication-method=normal", "--skip-test-db"]);
+            // Options install-db does not know go to its bootstrap server.
+            if log.is_some() {
+                c.arg(format!("--innodb-log-group-home-dir={}", log_home(log.as_deref(), &data).display()));
+            }
             if as_root {
                 c.arg(format!("--user={SERVER_USER}"));
             }
@@ -106,6 +133,7 @@ impl ManagedMaria {
             lease: Mutex::new(lease),
             _lock: lock,
             data,
+            log,
         };
         server.start_on(&server.data.clone())?;
         server.version = server.admin(|c| {
@@ -135,7 +163,10 @@ impl ManagedMaria {
             .arg("--bind-address=127.0.0.1")
             .arg(format!("--socket={}", socket(data).display()))
             .arg(format!("--pid-file={}", data.join("mariadbd.pid").display()))
-            .arg(format!("--log-error={}", log(data).display()));
+            .arg(format!("--log-error={}", error_log(data).display()));
+        if self.log.is_some() {
+            c.arg(format!("--innodb-log-group-home-dir={}", log_home(self.log.as_deref(), data).display()));
+        }
         for (k, v) in &self.settings {
             c.arg(format!("--{k}={v}"));
         }
@@ -159,7 +190,7 @@ impl ManagedMaria {
             .unwrap_or_else(|p| p.into_inner())
             .replace(|s| matches!(s, Step::StopProcess { .. }), step)?;
         let t = Instant::now();
-        let tail = || last_lines(&log(data));
+        let tail = || last_lines(&error_log(data));
         while t.elapsed() < Duration::from_secs(60) {
             if let Some(status) = child.try_wait()? {
                 bail!("mariadbd exited at start ({status}; port {} busy, or a bad setting?): {}", self.port, tail());
@@ -195,21 +226,40 @@ impl ManagedMaria {
         let _ = child.wait();
     }
 
-    /// Stops the server, copies the pristine data directory to `dest` and serves the copy.
+    /// Stops the server, copies the pristine data directory (and its redo log) to `dest`
+    /// and serves the copy.
     pub fn serve_copy(&self, dest: &Path) -> Result<()> {
         self.stop();
-        let out = Command::new("cp").args(["-a", "--reflink=auto"]).arg(&self.data).arg(dest).output()?;
-        if !out.status.success() {
-            self.start_on(&self.data.clone())?;
-            bail!("cannot copy the data directory: {}", String::from_utf8_lossy(&out.stderr).trim());
+        let mut copies = vec![(self.data.clone(), dest.to_path_buf())];
+        if self.log.is_some() {
+            copies.push((log_home(self.log.as_deref(), &self.data), log_home(self.log.as_deref(), dest)));
+        }
+        // If dbvs is killed, the copy goes once the server is stopped.
+        let mut lease = self.lease.lock().unwrap_or_else(|p| p.into_inner());
+        for (_, to) in &copies {
+            lease.push_last_undone(Step::RemoveDir { path: to.clone() })?;
+        }
+        drop(lease);
+        for (from, to) in copies {
+            let out = Command::new("cp").args(["-a", "--reflink=auto"]).arg(&from).arg(&to).output()?;
+            if !out.status.success() {
+                self.discard_copy(dest);
+                self.start_on(&self.data.clone())?;
+                bail!("cannot copy {}: {}", from.display(), String::from_utf8_lossy(&out.stderr).trim());
+            }
         }
         self.start_on(dest)
     }
 
-    /// Stops serving a copy and removes it.
+    /// Stops serving a copy and removes it with its redo log.
     pub fn discard_copy(&self, copy: &Path) {
         self.stop();
-        let _ = std::fs::remove_dir_all(copy);
+        let dirs = [copy.to_path_buf(), log_home(self.log.as_deref(), copy)];
+        for d in &dirs {
+            let _ = std::fs::remove_dir_all(d);
+        }
+        let mut lease = self.lease.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = lease.forget(|s| matches!(s, Step::RemoveDir { path } if dirs.contains(path)));
     }
 
     /// The pristine data directory.
@@ -230,6 +280,14 @@ impl ManagedMaria {
     }
 }
 
+/// The directory holding `data`'s redo log: `log`/<data's name>, or `data` itself.
+fn log_home(log: Option<&Path>, data: &Path) -> PathBuf {
+    match log {
+        Some(l) => l.join(data.file_name().unwrap_or_default()),
+        None => data.to_path_buf(),
+    }
+}
+
 fn last_lines(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
@@ -238,7 +296,7 @@ fn last_lines(path: &Path) -> String {
 
 impl ManagedServer for ManagedMaria {
     fn log_tail(&self) -> String {
-        last_lines(&log(&self.serving().unwrap_or_else(|| self.data.clone())))
+        last_lines(&error_log(&self.serving().unwrap_or_else(|| self.data.clone())))
     }
 
     fn restart(&self) -> Result<()> {
@@ -248,6 +306,9 @@ impl ManagedServer for ManagedMaria {
     }
     fn data_dir(&self) -> PathBuf {
         self.serving().unwrap_or_else(|| self.data.clone())
+    }
+    fn log_dir(&self) -> Option<PathBuf> {
+        self.log.as_ref().map(|_| log_home(self.log.as_deref(), &super::ManagedServer::data_dir(self)))
     }
     fn pid_file(&self) -> PathBuf {
         super::ManagedServer::data_dir(self).join("mariadbd.pid")

@@ -104,10 +104,11 @@ impl ManagedPg {
         self.data.join("dbvs-server.log")
     }
 
-    /// Creates the data directory if needed and starts the server.
+    /// Creates the data directory if needed (its WAL in `log` when given) and starts the server.
     pub fn start(
         version: Option<&str>,
         data: &Path,
+        log: Option<&Path>,
         settings: &[(String, String)],
         cgroups: &[PathBuf],
     ) -> Result<Self> {
@@ -132,17 +133,26 @@ impl ManagedPg {
             _lock: lock,
         };
         if !pg.data.join("PG_VERSION").exists() {
-            let out = pg
-                .command("initdb")
-                .arg("-D")
-                .arg(&pg.data)
-                .args(["-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--no-locale"])
-                .output()?;
+            let mut initdb = pg.command("initdb");
+            initdb.arg("-D").arg(&pg.data).args(["-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--no-locale"]);
+            if let Some(log) = log {
+                initdb.arg(format!("--waldir={}", pg.prepare_wal_dir(log)?.display()));
+            }
+            let out = initdb.output()?;
             if !out.status.success() {
                 bail!(
                     "initdb failed (the '{SERVER_USER}' user must be able to reach {}): {}",
                     pg.data.display(),
                     String::from_utf8_lossy(&out.stderr).trim()
+                );
+            }
+        } else if let Some(log) = log {
+            if super::ManagedServer::log_dir(&pg) != log.canonicalize().ok() {
+                bail!(
+                    "{} was made with its WAL elsewhere, not in {}: delete the data directory or give the --log-dir \
+                     it was made with",
+                    pg.data.display(),
+                    log.display()
                 );
             }
         }
@@ -166,6 +176,15 @@ impl ManagedPg {
         &self.data
     }
 
+    /// Makes `log` (the WAL's own directory) the server user's; its canonical path.
+    fn prepare_wal_dir(&self, log: &Path) -> Result<PathBuf> {
+        std::fs::create_dir_all(log).with_context(|| format!("cannot create WAL directory {}", log.display()))?;
+        if let Some((uid, gid)) = self.run_as {
+            std::os::unix::fs::chown(log, Some(uid), Some(gid))?;
+        }
+        Ok(log.canonicalize()?)
+    }
+
     /// The server's own client tools (pg_dump of the same major version).
     pub fn bin_dir(&self) -> &Path {
         &self.bin
@@ -185,6 +204,12 @@ impl super::ManagedServer for ManagedPg {
 
     fn data_dir(&self) -> PathBuf {
         self.data.clone()
+    }
+
+    /// `pg_wal` is a link to the WAL's directory when initdb was given `--waldir`.
+    fn log_dir(&self) -> Option<PathBuf> {
+        let wal = self.data.join("pg_wal");
+        std::fs::symlink_metadata(&wal).ok()?.file_type().is_symlink().then(|| wal.canonicalize().ok())?
     }
 
     fn restart(&self) -> Result<()> {

@@ -99,7 +99,8 @@ pub trait Target: Send + Sync {
 
 /// See [`Target::watch`].
 pub struct Watch {
-    pub dirs: Vec<PathBuf>,
+    /// Each volume the database writes to, by role ("data", "log"), with a directory on it.
+    pub volumes: Vec<(String, PathBuf)>,
     pub server_pid_file: Option<PathBuf>,
     /// Why server CPU is not measured, when it is not.
     pub note: &'static str,
@@ -109,9 +110,13 @@ impl Watch {
     /// A server: measured when dbvs manages it.
     pub(crate) fn server(server: &Keepalive) -> Self {
         match server {
-            Some(s) => Watch { dirs: vec![s.data_dir()], server_pid_file: Some(s.pid_file()), note: "" },
+            Some(s) => {
+                let log = s.log_dir().map(|l| ("log".to_string(), l));
+                let volumes = std::iter::once(("data".to_string(), s.data_dir())).chain(log).collect();
+                Watch { volumes, server_pid_file: Some(s.pid_file()), note: "" }
+            }
             None => {
-                Watch { dirs: vec![], server_pid_file: None, note: "not measured: dbvs does not manage this server" }
+                Watch { volumes: vec![], server_pid_file: None, note: "not measured: dbvs does not manage this server" }
             }
         }
     }
@@ -126,6 +131,9 @@ pub trait ManagedServer: Send + Sync {
     fn restart(&self) -> Result<()>;
     /// The data directory it serves now (a run's copy, for managed MariaDB).
     fn data_dir(&self) -> PathBuf;
+    /// Where its write-ahead log lives (PostgreSQL's WAL, MariaDB's redo log), when that is
+    /// not inside the data directory.
+    fn log_dir(&self) -> Option<PathBuf>;
     /// The file holding the server's process id.
     fn pid_file(&self) -> PathBuf {
         self.data_dir().join("postmaster.pid")
@@ -183,6 +191,9 @@ pub struct TargetOptions {
     pub password: Option<String>,
     /// Data directory of a managed server.
     pub data_dir: Option<PathBuf>,
+    /// A managed server's write-ahead log (WAL, redo log) in this directory, on storage of
+    /// its own, instead of inside the data directory.
+    pub log_dir: Option<PathBuf>,
     pub server_settings: Vec<(String, String)>,
     /// Control groups a managed server joins (a study variant's limits).
     pub server_cgroups: Vec<PathBuf>,
@@ -196,6 +207,12 @@ const TARGET_HINT: &str = "expected sqlite:PATH, postgres://USER@HOST[:PORT]/DB,
 /// Parses a `--target` value. A managed server is started here and stops when the target
 /// (and every database handed out by it) is dropped.
 pub fn parse(spec: &str, opts: TargetOptions) -> Result<Box<dyn Target>> {
+    if opts.log_dir.is_some() && !(spec == "managed-mariadb" || spec.starts_with("managed-postgres")) {
+        bail!(
+            "--log-dir applies to managed-postgres and managed-mariadb only (SQLite keeps its WAL beside the \
+             database; your own server's log is its own configuration)"
+        );
+    }
     if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
         let password = opts.password.or_else(|| std::env::var("PGPASSWORD").ok());
         let info = postgres::PgConnInfo::parse(spec, password)?;
@@ -208,7 +225,12 @@ pub fn parse(spec: &str, opts: TargetOptions) -> Result<Box<dyn Target>> {
     }
     if spec == "managed-mariadb" {
         let data = opts.data_dir.unwrap_or_else(managed_maria::default_data_dir);
-        let server = managed_maria::ManagedMaria::start(&data, &opts.server_settings, &opts.server_cgroups)?;
+        let server = managed_maria::ManagedMaria::start(
+            &data,
+            opts.log_dir.as_deref(),
+            &opts.server_settings,
+            &opts.server_cgroups,
+        )?;
         let info = mysql::MyConnInfo {
             host: "127.0.0.1".into(),
             port: server.port,
@@ -232,7 +254,13 @@ pub fn parse(spec: &str, opts: TargetOptions) -> Result<Box<dyn Target>> {
             Some(d) => d,
             None => managed_pg::default_data_dir(version)?,
         };
-        let server = managed_pg::ManagedPg::start(version, &data, &opts.server_settings, &opts.server_cgroups)?;
+        let server = managed_pg::ManagedPg::start(
+            version,
+            &data,
+            opts.log_dir.as_deref(),
+            &opts.server_settings,
+            &opts.server_cgroups,
+        )?;
         let info = postgres::PgConnInfo {
             host: "127.0.0.1".into(),
             port: server.port,

@@ -229,7 +229,7 @@ impl Target for SqliteTarget {
     fn watch(&self) -> super::Watch {
         let dir = self.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         super::Watch {
-            dirs: vec![dir.to_path_buf()],
+            volumes: vec![("data".into(), dir.to_path_buf())],
             server_pid_file: None,
             note: "embedded: the engine runs inside dbvs (see dbvs CPU)",
         }

@@ -1,7 +1,8 @@
 //! Which block devices hold a directory. A path resolves to its mount (mountinfo); a block
 //! mount to its device; a loop device to the device holding its backing file; a FUSE
 //! file system (gocryptfs) to the device holding its source directory. Encrypted layers
-//! thus report the upper and the backing device, as the seeds' per-volume tables did.
+//! thus report the upper and the backing device, as the seeds' per-volume tables did. Each
+//! layer names the volume it lies under (data, or a server's log on storage of its own).
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -13,6 +14,13 @@ pub struct Layer {
     pub fs_type: String,
     /// The block device (as /proc/diskstats names it), when the layer has one.
     pub device: Option<String>,
+    /// The volume this layer lies under: "data", or "log" for a write-ahead log kept apart.
+    #[serde(default = "data_volume")]
+    pub volume: String,
+}
+
+fn data_volume() -> String {
+    "data".into()
 }
 
 use crate::sys::mounts::mount_of;
@@ -23,8 +31,9 @@ fn device_name(major_minor: &str) -> Option<String> {
     Some(link.file_name()?.to_string_lossy().into_owned())
 }
 
-/// The layers under `dir`, top first. Stops after a few hops (loops of loops are rare).
-pub fn layers(dir: &Path) -> Vec<Layer> {
+/// The layers under `dir`, top first, as part of `volume`. Stops after a few hops (loops of
+/// loops are rare).
+pub fn layers(dir: &Path, volume: &str) -> Vec<Layer> {
     let mounts = crate::sys::mounts::current();
     let mut out = Vec::new();
     let mut path: PathBuf = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
@@ -32,7 +41,12 @@ pub fn layers(dir: &Path) -> Vec<Layer> {
         let Some(m) = mount_of(&mounts, &path) else { break };
         let device =
             device_name(&m.major_minor).filter(|d| std::path::Path::new(&format!("/sys/class/block/{d}")).exists());
-        out.push(Layer { mount_point: m.mount_point.clone(), fs_type: m.fs_type.clone(), device: device.clone() });
+        out.push(Layer {
+            mount_point: m.mount_point.clone(),
+            fs_type: m.fs_type.clone(),
+            device: device.clone(),
+            volume: volume.to_string(),
+        });
         // What lies underneath: a loop device's backing file, or a FUSE file system's source.
         let below = match &device {
             Some(d) if d.starts_with("loop") => std::fs::read_to_string(format!("/sys/block/{d}/loop/backing_file"))
@@ -49,19 +63,53 @@ pub fn layers(dir: &Path) -> Vec<Layer> {
     out
 }
 
-/// The distinct block devices among the layers under `dirs`.
-pub fn devices(dirs: &[PathBuf]) -> (Vec<Layer>, Vec<String>) {
+/// The layers under each volume's directory, and the distinct block devices among them.
+pub fn devices(volumes: &[(String, PathBuf)]) -> (Vec<Layer>, Vec<String>) {
     let mut all = Vec::new();
-    for d in dirs {
-        for l in layers(d) {
+    for (volume, d) in volumes {
+        for l in layers(d, volume) {
             if !all.contains(&l) {
                 all.push(l);
             }
         }
     }
-    let mut devs: Vec<String> = all.iter().filter_map(|l| l.device.clone()).collect();
-    devs.dedup();
+    let mut devs: Vec<String> = Vec::new();
+    for d in all.iter().filter_map(|l| l.device.clone()) {
+        if !devs.contains(&d) {
+            devs.push(d);
+        }
+    }
     (all, devs)
+}
+
+/// How a report names a device: its file system and mount, what lies above it, and, when
+/// a log is kept apart, the volumes it serves.
+pub fn describe(device: &str, layers: &[Layer]) -> String {
+    let Some(at) = layers.iter().position(|l| l.device.as_deref() == Some(device)) else {
+        return device.to_string();
+    };
+    let l = &layers[at];
+    let volume_of_layer = |i: usize| &layers[i].volume;
+    let above: Vec<String> = (0..at)
+        .rev()
+        .take_while(|&i| volume_of_layer(i) == &l.volume)
+        .map(|i| format!("{} {}", layers[i].fs_type, layers[i].mount_point))
+        .collect();
+    let mut text = format!("{device} ({} on {}", l.fs_type, l.mount_point);
+    if !above.is_empty() {
+        text += &format!(", under {}", above.into_iter().rev().collect::<Vec<_>>().join(", "));
+    }
+    text.push(')');
+    let mut volumes: Vec<&str> = Vec::new();
+    for v in layers.iter().filter(|x| x.device.as_deref() == Some(device)).map(|x| x.volume.as_str()) {
+        if !volumes.contains(&v) {
+            volumes.push(v);
+        }
+    }
+    if layers.iter().any(|x| x.volume != "data") {
+        text += &format!(" [{} volume]", volumes.join(" + "));
+    }
+    text
 }
 
 #[cfg(test)]
@@ -70,7 +118,27 @@ mod tests {
 
     #[test]
     fn this_machine_resolves_its_root_to_a_device() {
-        let l = layers(Path::new("/"));
+        let l = layers(Path::new("/"), "data");
         assert_eq!(l[0].mount_point, "/");
+    }
+
+    fn layer(mount: &str, fs: &str, device: Option<&str>, volume: &str) -> Layer {
+        Layer { mount_point: mount.into(), fs_type: fs.into(), device: device.map(String::from), volume: volume.into() }
+    }
+
+    #[test]
+    fn a_device_is_named_with_what_lies_above_it_and_the_volumes_it_serves() {
+        let one = [layer("/w/ext4-mnt", "ext4", Some("loop3"), "data"), layer("/", "ext4", Some("vda"), "data")];
+        assert_eq!(describe("vda", &one), "vda (ext4 on /, under ext4 /w/ext4-mnt)");
+        assert_eq!(describe("loop3", &one), "loop3 (ext4 on /w/ext4-mnt)");
+        assert_eq!(describe("sdb", &one), "sdb");
+        let apart = [
+            layer("/w/data", "fuse.gocryptfs", None, "data"),
+            layer("/", "ext4", Some("vda"), "data"),
+            layer("/w/log/ext4-mnt", "ext4", Some("loop4"), "log"),
+            layer("/", "ext4", Some("vda"), "log"),
+        ];
+        assert_eq!(describe("vda", &apart), "vda (ext4 on /, under fuse.gocryptfs /w/data) [data + log volume]");
+        assert_eq!(describe("loop4", &apart), "loop4 (ext4 on /w/log/ext4-mnt) [log volume]");
     }
 }

@@ -27,8 +27,8 @@ pub struct Options {
     pub power: power::PowerSpec,
     /// How long to read idle power before the load starts (only with a power source).
     pub idle: Duration,
-    /// Directories whose devices to watch (the database's data).
-    pub dirs: Vec<PathBuf>,
+    /// The volumes whose devices to watch, by role ("data", "log"), each with a directory on it.
+    pub volumes: Vec<(String, PathBuf)>,
     /// A managed server's pid file, read at every sample (servers restart on cold runs).
     pub server_pid_file: Option<PathBuf>,
     /// What to say about server CPU when there is no pid file.
@@ -259,7 +259,7 @@ impl Sampler {
     /// Reads idle power (when there is a source), then starts sampling.
     pub fn start(opts: Options) -> Result<Self> {
         let mut source = power::Source::open(&opts.power)?;
-        let (layers, devs) = devices::devices(&opts.dirs);
+        let (layers, devs) = devices::devices(&opts.volumes);
         let mut report = Telemetry {
             interval_s: opts.interval.as_secs_f64(),
             layers,
@@ -385,7 +385,7 @@ mod tests {
             interval: Duration::from_millis(200),
             power: power::PowerSpec::Command("echo 50".into()),
             idle: Duration::from_millis(200),
-            dirs: vec![std::env::temp_dir()],
+            volumes: vec![("data".into(), std::env::temp_dir())],
             server_pid_file: None,
             server_note: "embedded",
             peak_minutes: 10.0,

@@ -152,7 +152,7 @@ impl Settings {
 
 /// `MAJ:MIN` of the whole disk under `dir` (I/O caps apply to disks, not partitions).
 fn whole_disk(dir: &Path) -> Result<String> {
-    let layers = crate::telemetry::devices::layers(dir);
+    let layers = crate::telemetry::devices::layers(dir, "data");
     let dev = layers
         .iter()
         .rev()

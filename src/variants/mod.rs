@@ -39,6 +39,10 @@ pub const GODEBUG_NO_AESNI: &str = "cpu.aes=off,cpu.pclmulqdq=off";
 pub struct VariantConfig {
     pub name: String,
     pub storage: Storage,
+    /// A server's write-ahead log (PostgreSQL's WAL, MariaDB's redo log) on storage of its
+    /// own, under the same file-system layers as the data (as BitLocker covered both volumes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_storage: Option<Storage>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub encryption: Option<Encryption>,
     /// A FUSE file system that passes calls through (bindfs): gocryptfs's control.
@@ -99,6 +103,8 @@ pub struct VariantInfo {
 pub struct Prepared {
     /// Where the database files live.
     pub data_dir: PathBuf,
+    /// Where a server's write-ahead log lives, when it has storage of its own.
+    pub log_dir: Option<PathBuf>,
     /// SQLCipher key file and its kind, when the database itself is encrypted.
     pub key: Option<(PathBuf, KeyKind)>,
     pub cipher_pragmas: Vec<crate::targets::sqlite::CipherPragma>,
@@ -187,6 +193,7 @@ impl Prepared {
         Self {
             backing: vec![],
             data_dir: PathBuf::new(),
+            log_dir: None,
             key: None,
             cipher_pragmas: vec![],
             server_settings: vec![],
@@ -255,7 +262,17 @@ impl VariantConfig {
             }
             _ => {}
         }
+        if self.log_storage.is_some() && engine == Engine::Sqlite {
+            bail!(
+                "variant '{}': log_storage applies to the postgres and mariadb engines (SQLite keeps its WAL \
+                 beside the database file)",
+                self.name
+            );
+        }
         self.storage.preflight()?;
+        if let Some(log) = &self.log_storage {
+            log.preflight()?;
+        }
         if self.fuse_passthrough {
             storage::fuse_preflight("bindfs", "bindfs")?;
         }
@@ -284,27 +301,12 @@ impl VariantConfig {
     }
 
     fn build(&self, dir: &Path, lease: &mut Lease, p: &mut Prepared) -> Result<()> {
-        let base = self.storage.setup(dir, &self.name, lease, p)?;
-        p.backing = vec![base.backing.clone()];
-        let mount = dir.join("data");
-        p.data_dir = match &self.encryption {
-            Some(Encryption::Fscrypt(s)) => s.setup(&base, lease, p)?,
-            Some(Encryption::Gocryptfs(s)) => {
-                let env = if self.aesni { vec![] } else { aesni_off_env() };
-                p.backing = vec![s.setup(&base, &mount, &env, lease, p)?];
-                mount
-            }
-            _ if self.fuse_passthrough => {
-                p.backing = vec![storage::passthrough(&base, &mount, lease, p)?];
-                mount
-            }
-            _ => {
-                let data = base.dir.join("data");
-                std::fs::create_dir_all(&data)?;
-                std::fs::set_permissions(&data, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
-                data
-            }
-        };
+        p.data_dir = self.volume(dir, &self.storage, &self.name, lease, p)?;
+        if let Some(log) = &self.log_storage {
+            let log_dir = dir.join("log");
+            std::fs::create_dir_all(&log_dir)?;
+            p.log_dir = Some(self.volume(&log_dir, log, &format!("{}-log", self.name), lease, p)?);
+        }
         match &self.encryption {
             Some(Encryption::Sqlcipher(s)) => s.setup(dir, lease, p)?,
             Some(Encryption::MariadbTde(s)) => s.setup(dir, lease, p)?,
@@ -319,6 +321,43 @@ impl VariantConfig {
             p.env.extend(aesni_off_env());
         }
         Ok(())
+    }
+}
+
+impl VariantConfig {
+    /// One volume inside `dir`: `storage` with the stack's file-system layer (fscrypt,
+    /// gocryptfs or the FUSE passthrough) over it. Returns the directory the database
+    /// writes to; what the canary scan reads goes into `p.backing`.
+    fn volume(
+        &self,
+        dir: &Path,
+        storage: &Storage,
+        name: &str,
+        lease: &mut Lease,
+        p: &mut Prepared,
+    ) -> Result<PathBuf> {
+        let base = storage.setup(dir, name, lease, p)?;
+        let mount = dir.join("data");
+        let (top, backing) = match &self.encryption {
+            Some(Encryption::Fscrypt(s)) => (s.setup(&base, lease, p)?, base.backing),
+            Some(Encryption::Gocryptfs(s)) => {
+                let env = if self.aesni { vec![] } else { aesni_off_env() };
+                let cipher = s.setup(&base, &mount, &env, lease, p)?;
+                (mount, cipher)
+            }
+            _ if self.fuse_passthrough => {
+                let source = storage::passthrough(&base, &mount, lease, p)?;
+                (mount, source)
+            }
+            _ => {
+                let data = base.dir.join("data");
+                std::fs::create_dir_all(&data)?;
+                std::fs::set_permissions(&data, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+                (data, base.backing)
+            }
+        };
+        p.backing.push(backing);
+        Ok(top)
     }
 }
 
@@ -370,6 +409,13 @@ mod tests {
         let bad = parse("name = 's'\nencryption = { layer = 'sqlcipher', key = { command = 'echo nope' } }");
         let e = bad.setup(&dir.path().join("b")).err().unwrap().to_string();
         assert!(e.contains("64 hex digits"), "{e}");
+    }
+
+    #[test]
+    fn only_a_server_keeps_its_log_apart() {
+        let v = parse("name = 'a'\nlog_storage = 'tmpfs'");
+        let e = v.preflight(Engine::Sqlite).unwrap_err().to_string();
+        assert!(e.contains("log_storage applies to the postgres and mariadb engines"), "{e}");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! name = "fscrypt on one core"
 //! storage = "ext4-image"            # host (default), ext4-image, tmpfs, { path = "/mnt/ssd" }
 //! encryption = "fscrypt"            # or { layer = "fscrypt", key_bits = 128, key = { command = "..." } }
+//! log_storage = "ext4-image"        # a server's WAL / redo log on its own volume (same layers above)
 //! limits = { cpus = 1, memory = "256MB" }
 //! aesni = true
 //! ```
@@ -105,6 +106,7 @@ enum Kind {
 struct Keys {
     name: String,
     storage: Option<Value>,
+    log_storage: Option<Value>,
     encryption: Option<Value>,
     #[serde(default)]
     fuse_passthrough: bool,
@@ -114,8 +116,8 @@ struct Keys {
     control: Option<String>,
 }
 
-const STACK_KEYS: [&str; 8] =
-    ["name", "storage", "encryption", "fuse_passthrough", "limits", "aesni", "delay", "control"];
+const STACK_KEYS: [&str; 9] =
+    ["name", "storage", "log_storage", "encryption", "fuse_passthrough", "limits", "aesni", "delay", "control"];
 
 fn duration(text: &str, key: &str) -> Result<Duration> {
     crate::sys::units::parse_duration(text).map_err(|e| anyhow::anyhow!("{key}: {e}"))
@@ -147,6 +149,7 @@ impl VariantConfig {
         let mut v = VariantConfig {
             name: keys.name,
             storage: keys.storage.map(|s| serde_json::from_value(named(s, "on"))).transpose()?.unwrap_or_default(),
+            log_storage: keys.log_storage.map(|s| serde_json::from_value(named(s, "on"))).transpose()?,
             encryption: keys.encryption.map(|e| serde_json::from_value(named(e, "layer"))).transpose()?,
             fuse_passthrough: keys.fuse_passthrough,
             limits: keys.limits,
@@ -207,6 +210,9 @@ impl VariantConfig {
     pub fn validate(&self) -> Result<()> {
         let at = |e: anyhow::Error| anyhow::anyhow!("variant '{}': {e}", self.name);
         self.storage.validate().map_err(at)?;
+        if let Some(log) = &self.log_storage {
+            log.validate().map_err(|e| at(anyhow::anyhow!("log_storage: {e}")))?;
+        }
         if let Some(e) = &self.encryption {
             e.validate().map_err(at)?;
         }
@@ -254,8 +260,10 @@ impl VariantConfig {
             _ => "none",
         };
         let same = |s: &String| (s.clone(), s.clone());
+        let log = self.log_storage.as_ref().map_or("with the data".into(), Storage::describe);
         let rows = [
             ("storage", same(&self.storage.describe())),
+            ("log storage", same(&log)),
             ("FUSE", (fuse.to_string(), if fuse == "none" { "none" } else { "fuse" }.to_string())),
             ("encryption", same(&encryption)),
             ("limits", same(&limits)),
@@ -291,6 +299,7 @@ impl VariantConfig {
     pub fn same_stack(&self, other: &VariantConfig) -> bool {
         self.differences(other).is_empty()
             && self.storage == other.storage
+            && self.log_storage == other.log_storage
             && self.limits == other.limits
             && self.encryption == other.encryption
     }
@@ -298,12 +307,19 @@ impl VariantConfig {
 
 /// A generated control's name says what it is: "plain on ext4 image", "plain through FUSE".
 fn control_name(v: &VariantConfig, e: &Encryption) -> String {
+    let on = |s: &Storage| match s {
+        Storage::Host => "host directory".to_string(),
+        Storage::Ext4Image { .. } => "ext4 image".into(),
+        Storage::Tmpfs { .. } => "tmpfs".into(),
+        Storage::Path { path } => path.display().to_string(),
+    };
     let mut parts = vec!["plain".to_string()];
-    match &v.storage {
-        Storage::Host => {}
-        Storage::Ext4Image { .. } => parts.push("on ext4 image".into()),
-        Storage::Tmpfs { .. } => parts.push("on tmpfs".into()),
-        Storage::Path { path } => parts.push(format!("on {}", path.display())),
+    if v.storage != Storage::Host {
+        parts.push(format!("on {}", on(&v.storage)));
+    }
+    if let Some(log) = &v.log_storage {
+        parts.last_mut().expect("plain").push(',');
+        parts.push(format!("log on {}", on(log)));
     }
     if matches!(e, Encryption::Gocryptfs(_)) {
         parts.push("through FUSE".into());
@@ -389,6 +405,8 @@ mod tests {
         assert!(err("storage = { path = '/no/such/dir' }").contains("not a directory"));
         assert!(err("limits = { data_path = '/tmp' }").contains("storage = { path"));
         assert!(err("delay = 'soon'").contains("soon"));
+        assert!(err("log_storage = 'floppy'").contains("floppy"));
+        assert!(err("log_storage = { on = 'tmpfs', size = '1MB' }").contains("log_storage: storage size"));
     }
 
     #[test]
@@ -407,11 +425,16 @@ mod tests {
         assert!(control.fuse_passthrough);
         assert_eq!(goc.differences(&control), vec!["encryption"]);
         assert_eq!(goc.differences(&plain), vec!["FUSE", "encryption"]);
-        assert_eq!(goc.layers()[1].1, "gocryptfs");
+        assert!(goc.layers().contains(&("FUSE", "gocryptfs".into())));
 
         let sqlcipher = parse("name = 's'\nkind = 'sqlcipher'").unwrap();
         assert!(sqlcipher.control_stack().unwrap().same_stack(&plain), "SQLCipher's control is plain itself");
         assert!(plain.control_stack().is_none());
+        let apart = parse("name = 'a'\nstorage = 'ext4-image'\nlog_storage = 'tmpfs'\nencryption = 'fscrypt'").unwrap();
+        let control = apart.control_stack().unwrap();
+        assert_eq!(control.name, "plain on ext4 image, log on tmpfs");
+        assert_eq!(apart.differences(&control), vec!["encryption"]);
+        assert_eq!(apart.differences(&plain), vec!["storage", "log storage", "encryption"]);
         let limited = parse("name = 'l'\nencryption = 'gocryptfs'\nlimits = { cpus = 1 }").unwrap();
         assert_eq!(limited.control_stack().unwrap().limits, limited.limits);
     }
