@@ -205,3 +205,21 @@ fn postgres_wal_on_its_own_volume() {
 fn mariadb_redo_log_on_its_own_volume() {
     log_on_its_own_volume("mariadb");
 }
+
+#[test]
+fn a_managed_servers_reads_under_a_memory_limit_are_measured_per_unit() {
+    let _t = turn();
+    let dir = reachable_tempdir();
+    let (data, json) = (dir.path().join("pg"), dir.path().join("r.json"));
+    // The run builds the database first, outside the limit (generating the data takes more
+    // memory than measuring), then moves itself and the server into it.
+    let mut args = vec!["run", "--target", "managed-postgres", "--data-dir", data.to_str().unwrap(), "--size", "24MB"];
+    args.extend(["--server-setting", "shared_buffers=16MB", "--threads", "2", "--duration", "3s", "--warmup", "1s"]);
+    args.extend(["--memory", "40MB", "--no-store", "--json", json.to_str().unwrap()]);
+    ok(&args);
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(r["status"], "completed", "{r}");
+    let measures = r["measures"].as_array().unwrap();
+    let kb = measures.iter().find(|m| m["name"] == "storage KB read per unit").expect("a measure under a memory limit");
+    assert!(kb["value"].as_f64().unwrap() > 1.0, "the server's processes read from storage: {kb}");
+}

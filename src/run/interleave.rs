@@ -10,6 +10,7 @@ use crate::store::Store;
 use crate::sys::create_output;
 use anyhow::Result;
 use indicatif::ProgressBar;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Instant, SystemTime};
 
@@ -24,12 +25,11 @@ pub fn run(spec: &RunSpec) -> Result<ExitCode> {
         anyhow::bail!("an interleaved run measures one database per variant; it cannot also run --instances");
     }
     let json_out = spec.json.as_deref().map(create_output).transpose()?;
-    let daemons: Vec<u32> = sides.iter().flat_map(|s| s.db.fuse_daemons.iter().copied()).collect();
-    let memory = super::memory_limit(spec, &daemons)?;
+    let mut memory = super::memory_limit(spec)?;
     let mut store = spec.store.then(|| Store::open(&crate::store::default_path())).transpose()?;
     let mut sets = Vec::new();
     for side in &sides {
-        match SetUp::new(side) {
+        match SetUp::new(side, memory.as_mut()) {
             Ok(set) => sets.push(set),
             Err(e) => {
                 if let (Some(store), false) = (&store, e.is::<crate::interrupt::Interrupted>()) {
@@ -92,17 +92,18 @@ fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<
     // The slices start where the measured window does; the warm-up alternates too.
     let slices = Slices::new(sets.len(), spec.slice, Instant::now() + pacings[0].warmup, spec.slice_seed);
     let bar = ProgressBar::hidden();
+    let servers: Vec<Option<PathBuf>> = sets.iter().map(|set| set.target.watch().server_pid_file).collect();
     let results: Vec<driver::RunResult> = std::thread::scope(|s| {
         let handles: Vec<_> = sets
             .iter()
             .zip(&pacings)
             .enumerate()
             .map(|(i, (set, pacing))| {
-                let (sampler, slices, bar) = (&sampler, &slices, &bar);
+                let (sampler, slices, bar, server) = (&sampler, &slices, &bar, servers[i].as_deref());
                 let (w, copy) = &set.instances[0];
                 s.spawn(move || {
                     let bar = (i == 0).then_some(bar);
-                    let side = super::Placement { turn: Some((slices, i)), daemons: &sides[i].db.fuse_daemons };
+                    let side = super::Placement { turn: Some((slices, i)), daemons: &sides[i].db.fuse_daemons, server };
                     measure(w.as_ref(), copy.as_ref(), &set.meta, pacing, sampler, bar, side)
                 })
             })

@@ -1,10 +1,10 @@
-//! A run's memory limit, page cache included: the run process (SQLite's engine runs in it;
-//! a managed server it starts inherits the group) and the variants' FUSE daemons join one
-//! control group with `memory.max` (v1: `memory.limit_in_bytes`) from the start, before
-//! the fresh copy is made. Everything the run reads is then charged to the group, so a
-//! database larger than the limit really reads from storage, as seeds 000 and 001 arranged
-//! with databases larger than their servers' memory. The daemons go back where they were
-//! afterwards.
+//! A run's memory limit, page cache included: the run process (SQLite's engine runs in it),
+//! a managed server's processes and the variants' FUSE daemons join one control group with
+//! `memory.max` (v1: `memory.limit_in_bytes`) once the pristine database is built (building
+//! needs more memory than measuring) and before the fresh copy is made. Everything the run
+//! reads is then charged to the group, so a database larger than the limit really reads
+//! from storage, as seeds 000 and 001 arranged with databases larger than their servers'
+//! memory. Whatever was moved in goes back where it was afterwards.
 
 use crate::sys::cgroup::{Group, Version};
 use anyhow::{Context, Result};
@@ -17,20 +17,28 @@ pub struct MemoryLimit {
 }
 
 impl MemoryLimit {
-    /// Limits this process and `daemons` to `bytes` together.
-    pub fn apply(bytes: u64, daemons: &[u32]) -> Result<Self> {
+    /// A group limited to `bytes`, empty until processes are admitted.
+    pub fn new(bytes: u64) -> Result<Self> {
         let group = Group::create("run-memory", &["memory"])?;
         let v1 = group.version == Version::V1;
         group.set(if v1 { "memory.limit_in_bytes" } else { "memory.max" }, &bytes.to_string())?;
-        let dir = group.dir_for("memory.max").to_path_buf();
-        let mut limit = MemoryLimit { group, moved: Vec::new() };
-        for pid in std::iter::once(std::process::id()).chain(daemons.iter().copied()) {
-            let from = current_group(pid, limit.group.version)?;
+        Ok(MemoryLimit { group, moved: Vec::new() })
+    }
+
+    /// Moves this process and `others` (a server's processes, FUSE daemons) into the group;
+    /// children they start from then on are born in it.
+    pub fn admit(&mut self, others: &[u32]) -> Result<()> {
+        let dir = self.group.dir_for("memory.max").to_path_buf();
+        for pid in std::iter::once(std::process::id()).chain(others.iter().copied()) {
+            if self.moved.iter().any(|(p, _)| *p == pid) {
+                continue;
+            }
+            let from = current_group(pid, self.group.version)?;
             std::fs::write(dir.join("cgroup.procs"), pid.to_string())
                 .with_context(|| format!("cannot move process {pid} into the memory limit's group"))?;
-            limit.moved.push((pid, from));
+            self.moved.push((pid, from));
         }
-        Ok(limit)
+        Ok(())
     }
 
     /// What the limit did so far (peak use, times it was hit), for the run record, so a

@@ -50,11 +50,10 @@ pub fn run(spec: &RunSpec) -> Result<ExitCode> {
         eprintln!("{w}");
     }
     let json_out = spec.json.as_deref().map(create_output).transpose()?;
-    // Before anything is copied or started, so all of it is charged to the limit.
-    let memory = memory_limit(spec, &spec.db.fuse_daemons)?;
+    let mut memory = memory_limit(spec)?;
     // The store opens first: one that cannot take runs fails before anything is measured.
     let mut store = spec.store.then(|| Store::open(&crate::store::default_path())).transpose()?;
-    let mut set = match SetUp::new(spec) {
+    let mut set = match SetUp::new(spec, memory.as_mut()) {
         Ok(set) => set,
         Err(e) => {
             // A run that could not start (disk full while copying, a server that would not
@@ -88,9 +87,9 @@ pub fn run(spec: &RunSpec) -> Result<ExitCode> {
     Ok(exit_code(&record))
 }
 
-/// The run's memory limit, when it has one, with `daemons` inside it too.
-fn memory_limit(spec: &RunSpec, daemons: &[u32]) -> Result<Option<memory::MemoryLimit>> {
-    spec.memory.map(|bytes| memory::MemoryLimit::apply(bytes, daemons)).transpose()
+/// The run's memory limit, when it has one (its processes join it in [`SetUp::new`]).
+fn memory_limit(spec: &RunSpec) -> Result<Option<memory::MemoryLimit>> {
+    spec.memory.map(memory::MemoryLimit::new).transpose()
 }
 
 /// Runs a workload that needs no database (fileio, cipher) in the spec's data directory,
@@ -138,7 +137,9 @@ struct SetUp {
 }
 
 impl SetUp {
-    fn new(spec: &RunSpec) -> Result<Self> {
+    /// Opens the target, builds the pristine database if needed, then (inside `memory`'s
+    /// limit, when given) makes and settles the fresh copies.
+    fn new(spec: &RunSpec, memory: Option<&mut memory::MemoryLimit>) -> Result<Self> {
         let (target, workload) = spec.db.open()?;
         if spec.instances > 1 && !workload.supports_instances() {
             anyhow::bail!(
@@ -148,6 +149,12 @@ impl SetUp {
         }
         let ready = (|| -> Result<_> {
             let meta = ensure_built(target.as_ref(), workload.as_ref())?;
+            // Before anything is copied, so every page the run reads is charged to the limit.
+            if let Some(m) = memory {
+                let server = target.watch().server_pid_file;
+                let server = server.map_or(vec![], |f| crate::telemetry::server_processes(&f));
+                m.admit(&[&spec.db.fuse_daemons[..], &server].concat())?;
+            }
             let env = Env::new(target.versions()?);
             // One database and one workload (with its own statistics) per instance.
             let mut instances = vec![(workload, target.fresh_copy()?)];
@@ -193,19 +200,22 @@ impl SetUp {
         // drives the progress bar.
         let start = std::sync::Barrier::new(self.instances.len());
         let meta = &self.meta;
+        let server = self.target.watch().server_pid_file;
         let results: Vec<driver::RunResult> = std::thread::scope(|s| {
             let handles: Vec<_> = self
                 .instances
                 .iter()
                 .enumerate()
                 .map(|(i, (w, copy))| {
-                    let (pacing, sampler, bar, start) = (&pacing, &sampler, &bar, &start);
+                    let (pacing, sampler, bar, start, server) = (&pacing, &sampler, &bar, &start, &server);
                     s.spawn(move || {
                         start.wait();
-                        // One instance's share of the FUSE daemons cannot be told apart; the
-                        // first carries their reads.
-                        let daemons = if i == 0 { &spec.db.fuse_daemons[..] } else { &[] };
-                        let side = Placement { turn: None, daemons };
+                        // One instance's share of the FUSE daemons' and the server's reads
+                        // cannot be told apart; the first carries them.
+                        let side = match i {
+                            0 => Placement { turn: None, daemons: &spec.db.fuse_daemons, server: server.as_deref() },
+                            _ => Placement::default(),
+                        };
                         measure(w.as_ref(), copy.as_ref(), meta, pacing, sampler, (i == 0).then_some(bar), side)
                     })
                 })
@@ -298,8 +308,9 @@ fn settle(instances: &[Instance], idle: std::time::Duration) -> Result<f64> {
 /// (order, transaction). That is the engine's work per unit, SQLCipher's encryption included,
 /// with the time the hypervisor stole left out, so it shows a CPU cost more precisely than
 /// throughput can. Work done outside the process (a FUSE daemon, the kernel's writeback) is
-/// not in it. Under a memory limit (`memory_limited`), also the KB read from storage per
-/// unit: the engine's page-cache misses plus its FUSE daemon's reads, what the regime costs.
+/// not in it. Under a memory limit (`memory_limited`), on every engine, also the KB read
+/// from storage per unit: the engine's page-cache misses (its worker threads', or the
+/// managed server's processes') plus its FUSE daemons' reads, what the regime costs.
 /// Declared (no value) without a run.
 pub fn cost_measures(
     engine: Engine,
@@ -307,12 +318,15 @@ pub fn cost_measures(
     run: Option<&driver::RunResult>,
     memory_limited: bool,
 ) -> Vec<Measure> {
-    if engine != Engine::Sqlite || !w.supports_instances() {
+    if !w.supports_instances() {
         return vec![];
     }
     let measured = run.map(|r| &r.measured).filter(|m| m.units > 0);
     let per_unit = |total: fn(&driver::Measured) -> f64| measured.map(|m| total(m) / m.units as f64);
-    let mut own = vec![Measure::lower("in-process CPU per unit", "ms", per_unit(|m| 1e3 * m.worker_cpu_s))];
+    let mut own = vec![];
+    if engine == Engine::Sqlite {
+        own.push(Measure::lower("in-process CPU per unit", "ms", per_unit(|m| 1e3 * m.worker_cpu_s)));
+    }
     if memory_limited {
         own.push(Measure::lower("storage KB read per unit", "KB", per_unit(|m| m.storage_read_bytes as f64 / 1024.0)));
     }
@@ -417,13 +431,13 @@ fn measure(
             window.0 = Some(std::time::Instant::now());
             sampler.window_start();
             counter.start = counter.read(workload, db);
-            daemon_reads.0 = read_bytes(side.daemons);
+            daemon_reads.0 = side.reads();
         }
         Event::WindowEnd => {
             window.1 = Some(std::time::Instant::now());
             sampler.window_end();
             counter.end = counter.read(workload, db);
-            daemon_reads.1 = read_bytes(side.daemons);
+            daemon_reads.1 = side.reads();
         }
     });
     result.measured.storage_read_bytes += daemon_reads.1.saturating_sub(daemon_reads.0);
@@ -438,11 +452,21 @@ fn measure(
 }
 
 /// Where one instance's workers run: their turn in an interleaved run's slices, and the
-/// FUSE daemons that serve its database, whose storage reads are the instance's too.
+/// processes whose storage reads are the instance's too: the FUSE daemons that serve its
+/// database, and a managed server (named by its pid file).
 #[derive(Clone, Copy, Default)]
 struct Placement<'a> {
     turn: Option<(&'a slices::Slices, usize)>,
     daemons: &'a [u32],
+    server: Option<&'a std::path::Path>,
+}
+
+impl Placement<'_> {
+    /// Bytes the daemons and the server's processes have had read from storage so far.
+    fn reads(&self) -> u64 {
+        let server = self.server.map_or(vec![], crate::telemetry::server_processes);
+        read_bytes(self.daemons) + read_bytes(&server)
+    }
 }
 
 /// Bytes the processes `pids` have had read from storage so far.

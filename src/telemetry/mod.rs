@@ -131,6 +131,17 @@ fn tree_ticks(root: u32) -> BTreeMap<u32, u64> {
     tree
 }
 
+/// The processes of the server whose pid file is `pid_file`: the server and its
+/// descendants (PostgreSQL's backends); none when the file is missing.
+pub fn server_processes(pid_file: &std::path::Path) -> Vec<u32> {
+    server_pid(pid_file).map(|p| tree_ticks(p).into_keys().collect()).unwrap_or_default()
+}
+
+/// The pid on the first line of a server's pid file.
+fn server_pid(pid_file: &std::path::Path) -> Option<u32> {
+    read(&pid_file.display().to_string()).lines().next()?.trim().parse().ok()
+}
+
 fn thread_cpu() -> Duration {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: ts is a valid timespec to write into.
@@ -141,10 +152,7 @@ fn thread_cpu() -> Duration {
 impl Reading {
     fn take(devices: &[String], pid_file: Option<&PathBuf>) -> Self {
         let all = proc::parse_diskstats(&read("/proc/diskstats"));
-        let server = pid_file.map(|f| {
-            let pid = read(&f.display().to_string()).lines().next().and_then(|l| l.trim().parse().ok());
-            pid.map(tree_ticks).unwrap_or_default()
-        });
+        let server = pid_file.map(|f| server_pid(f).map(tree_ticks).unwrap_or_default());
         Reading {
             at: Instant::now(),
             stat: proc::parse_stat(&read("/proc/stat")),
