@@ -67,6 +67,69 @@ pub fn means_with_ci(r: &StudyReport) -> Result<String> {
     Ok(svg)
 }
 
+/// The forest plot: every comparison's change % with its CI as a horizontal whisker, the
+/// practical threshold as a shaded band around no change.
+pub fn forest(r: &StudyReport) -> Result<String> {
+    let rows = super::answer::rows(r);
+    let band = 100.0 * r.rules.threshold;
+    let lo = rows.iter().map(|x| x.ci.0).fold(-band, f64::min);
+    let hi = rows.iter().map(|x| x.ci.1).fold(band, f64::max);
+    let pad = ((hi - lo) * 0.08).max(0.5);
+    let n = rows.len().max(1);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (720, 90 + 26 * n as u32)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let label_width = rows.iter().map(|x| x.label.len()).max().unwrap_or(10).clamp(10, 48) as u32 * 7;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!("change vs baseline and controls, 95% CI; band: +-{band:.1}% threshold"),
+                ("sans-serif", 18),
+            )
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(label_width)
+            .build_cartesian_2d(lo - pad..hi + pad, (0..n - 1).into_segmented())
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n)
+            .y_label_formatter(&|y| match y {
+                SegmentValue::CenterOf(i) => rows.get(n - 1 - *i).map_or(String::new(), |x| x.label.clone()),
+                _ => String::new(),
+            })
+            .x_label_formatter(&|x| format!("{x:+.0}%"))
+            .x_desc("change of the measure, %")
+            .draw()
+            .map_err(err)?;
+        let (top, bottom) = (|| SegmentValue::Exact(n), || SegmentValue::Exact(0));
+        chart
+            .draw_series(std::iter::once(Rectangle::new([(-band, bottom()), (band, top())], BLACK.mix(0.08).filled())))
+            .map_err(err)?;
+        chart
+            .draw_series(std::iter::once(PathElement::new(vec![(0.0, bottom()), (0.0, top())], BLACK)))
+            .map_err(err)?;
+        for (i, row) in rows.iter().enumerate() {
+            let y = || SegmentValue::CenterOf(n - 1 - i);
+            let c = PALETTE[i % PALETTE.len()];
+            chart
+                .draw_series(std::iter::once(ErrorBar::new_horizontal(
+                    y(),
+                    row.ci.0,
+                    row.change,
+                    row.ci.1,
+                    c.stroke_width(2),
+                    10,
+                )))
+                .map_err(err)?;
+            chart.draw_series(std::iter::once(Circle::new((row.change, y()), 4, c.filled()))).map_err(err)?;
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
 /// The metric over time within runs, averaged over each variant's runs.
 pub fn over_time(r: &StudyReport) -> Result<String> {
     let mut svg = String::new();
@@ -167,7 +230,8 @@ mod tests {
     #[test]
     fn charts_are_svg_with_the_variant_names() {
         let r = super::super::sample::report();
-        for svg in [means_with_ci(&r).unwrap(), over_time(&r).unwrap(), latency(&r).unwrap()] {
+        let charts = [forest(&r).unwrap(), means_with_ci(&r).unwrap(), over_time(&r).unwrap(), latency(&r).unwrap()];
+        for svg in charts {
             assert!(svg.starts_with("<svg") && svg.contains("sqlcipher"), "{}", &svg[..200.min(svg.len())]);
         }
     }

@@ -54,6 +54,11 @@ pub fn render(r: &StudyReport) -> Result<String> {
         esc(&r.baseline),
         100.0 * r.ci_target
     );
+    let _ = writeln!(out, "<h2>Answer</h2>\n<ul class=\"answer\">");
+    for line in super::answer::lines(r) {
+        let _ = writeln!(out, "<li>{}</li>", esc(&line));
+    }
+    let _ = writeln!(out, "</ul>\n<div class=\"chart\">{}</div>", charts::forest(r)?);
     table(&mut out, &tables::changes(r));
     let controls = tables::controls(r);
     if !controls.rows.is_empty() {
@@ -82,9 +87,11 @@ pub fn render(r: &StudyReport) -> Result<String> {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn is_self_contained_with_three_charts() {
+    fn is_self_contained_with_four_charts_after_the_answer() {
         let html = super::render(&super::super::sample::report()).unwrap();
-        assert_eq!(html.matches("<svg").count(), 3);
+        assert_eq!(html.matches("<svg").count(), 4);
+        let (answer, forest) = (html.find("<h2>Answer</h2>").unwrap(), html.find("<svg").unwrap());
+        assert!(answer < forest && forest < html.find("<table").unwrap(), "the answer and its chart come first");
         // The only URL is the SVG namespace; nothing is fetched.
         assert!(!html.contains("<script") && !html.contains("src=") && !html.contains("href="));
         assert!(html.contains("slower by"));

@@ -30,6 +30,10 @@ pub fn render(r: &StudyReport) -> String {
         100.0 * r.ci_target
     );
     let _ = writeln!(out, "- {} to {}", r.started_at, r.finished_at);
+    let _ = writeln!(out, "\n## Answer\n");
+    for line in super::answer::lines(r) {
+        let _ = writeln!(out, "- {line}");
+    }
     let mut list = vec![tables::changes(r)];
     list.extend(Some(tables::controls(r)).filter(|t| !t.rows.is_empty()));
     list.extend([tables::stacks(r), tables::means(r), tables::verdicts(r), tables::per_run(r)]);

@@ -1,6 +1,7 @@
 //! Study reports: one data model, one exporter per format (html, md, csv, json). Exporters
 //! only format; every number in them was computed by the study and the stats module.
 
+mod answer;
 mod charts;
 pub mod cipher;
 mod csv;
@@ -70,6 +71,9 @@ pub struct StudyReport {
     pub higher_is_better: bool,
     pub baseline: String,
     pub ci_target: f64,
+    /// When a change was called (confidence, practical threshold).
+    #[serde(default)]
+    pub rules: crate::stats::Rules,
     pub blocks_completed: usize,
     pub seconds_per_block: f64,
     pub variants: Vec<VariantReport>,
@@ -288,6 +292,7 @@ pub(crate) mod sample {
             higher_is_better: true,
             baseline: "plain".into(),
             ci_target: 0.01,
+            rules: Default::default(),
             blocks_completed: 6,
             seconds_per_block: 20.0,
             variants: vec![v("plain", &base), v("sqlcipher", &enc), skipped],

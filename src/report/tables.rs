@@ -18,6 +18,14 @@ fn change(e: &crate::stats::RatioEstimate) -> String {
     format!("{} [{}, {}]", pct(e.ratio), pct(e.ci.0), pct(e.ci.1))
 }
 
+/// A verdict beside its change and CI: the word alone, or why nothing was called.
+fn verdict_cell(v: &crate::stats::Verdict) -> String {
+    match v {
+        crate::stats::Verdict::NoSignificantDifference { .. } => v.to_string(),
+        _ => v.word().into(),
+    }
+}
+
 fn test_name(t: crate::stats::Test) -> &'static str {
     match t {
         crate::stats::Test::SignedRank => "signed-rank",
@@ -68,7 +76,7 @@ pub fn verdicts(r: &StudyReport) -> Table {
                         format!("[{}, {}]", pct(e.bootstrap_ci.0), pct(e.bootstrap_ci.1)),
                         format!("{:.4} ({})", e.p_value, test_name(e.test)),
                         noise(e, r.ci_target, r.seconds_per_block),
-                        c.verdict.to_string(),
+                        verdict_cell(&c.verdict),
                     ]
                 }
                 None => {
@@ -145,7 +153,7 @@ pub fn controls(r: &StudyReport) -> Table {
                     c.variant.clone(),
                     c.against.clone().unwrap_or_default(),
                     change(e),
-                    c.verdict.to_string(),
+                    verdict_cell(&c.verdict),
                     noise(e, r.ci_target, r.seconds_per_block),
                 ]
             })
@@ -184,16 +192,18 @@ pub fn changes(r: &StudyReport) -> Table {
                 base.map_or("-".into(), |s| format!("{} {}", number(s.mean), m.measure.unit)),
             ];
             for v in &others {
-                row.push(m.comparisons.iter().find(|c| c.variant == *v).map_or("-".into(), |c| {
-                    let e = &c.estimate;
-                    format!("{}; {}", change(e), c.verdict)
-                }));
+                row.push(
+                    m.comparisons
+                        .iter()
+                        .find(|c| c.variant == *v)
+                        .map_or("-".into(), |c| format!("{} {}", change(&c.estimate), c.verdict.word())),
+                );
             }
             row
         })
         .collect();
     let mut header = vec!["workload".to_string(), "measure".into(), format!("{} (baseline)", r.baseline)];
-    header.extend(others.iter().map(|v| format!("{v}: change [95% CI]; verdict")));
+    header.extend(others.iter().map(|v| format!("{v}: change [95% CI] verdict")));
     Table { title: "Changes vs baseline, per workload and measure".into(), header, rows }
 }
 

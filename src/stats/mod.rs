@@ -8,7 +8,7 @@ mod verdict;
 mod wilcoxon;
 
 pub use ratio::{paired_ratio, RatioEstimate, Test};
-pub use verdict::{verdict, Rules, Verdict};
+pub use verdict::{level, verdict, Rules, Verdict};
 pub use wilcoxon::{fewest_for_significance, signed_rank_p};
 
 use serde::Serialize;

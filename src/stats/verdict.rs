@@ -58,6 +58,17 @@ pub enum Verdict {
     },
 }
 
+impl Verdict {
+    /// The verdict in a word or two, for places that give the numbers beside it.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Verdict::Slower { .. } => "slower",
+            Verdict::Faster { .. } => "faster",
+            Verdict::NoSignificantDifference { .. } => "no significant difference",
+        }
+    }
+}
+
 impl std::fmt::Display for Verdict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

@@ -276,6 +276,7 @@ pub(super) fn build(i: Inputs) -> StudyReport {
         higher_is_better: headline.measure.higher_is_better,
         baseline: base.cfg.name.clone(),
         ci_target: i.study.ci_target,
+        rules: i.study.verdict,
         blocks_completed: values(base, &key).iter().filter(|v| v.is_some()).count(),
         seconds_per_block: crate::stats::mean(i.block_times).max(0.0),
         variants,

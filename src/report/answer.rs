@@ -1,0 +1,108 @@
+//! The answer first: a sentence per variant on the headline measure (the change with its
+//! CI, the verdict in a word, the smallest change the study could have detected, and the
+//! encryption's own cost against the variant's control), and the rows of the forest plot
+//! that charts every comparison of every measure.
+
+use super::{Comparison, StudyReport};
+use crate::stats::level;
+use crate::status::VariantStatus;
+
+/// "47.2% lower" or "3.1% higher": a ratio as the change of the measure itself.
+fn moved(ratio: f64) -> String {
+    let pct = 100.0 * (ratio - 1.0);
+    if pct < 0.0 {
+        format!("{:.1}% lower", -pct)
+    } else {
+        format!("{pct:.1}% higher")
+    }
+}
+
+fn interval(c: &Comparison) -> String {
+    let e = &c.estimate;
+    format!("[{} CI {:+.1}%, {:+.1}%]", level(e.confidence), 100.0 * (e.ci.0 - 1.0), 100.0 * (e.ci.1 - 1.0))
+}
+
+/// One line per variant besides the baseline.
+pub fn lines(r: &StudyReport) -> Vec<String> {
+    let others = r.variants.iter().filter(|v| v.info.name != r.baseline);
+    others
+        .map(|v| {
+            let name = &v.info.name;
+            let Some(c) = r.comparisons.iter().find(|c| c.variant == *name) else {
+                let why = v.reason.as_deref().unwrap_or("too few completed blocks");
+                return match v.status {
+                    VariantStatus::Skipped => format!("{name}: not measured ({why})"),
+                    _ => format!("{name}: no verdict ({why})"),
+                };
+            };
+            let mut line = format!(
+                "{name}: {} {} than {} {}: {}; the smallest change these blocks could detect is {:.1}%",
+                r.metric,
+                moved(c.estimate.ratio),
+                r.baseline,
+                interval(c),
+                c.verdict.word(),
+                100.0 * c.estimate.detectable()
+            );
+            if let Some(k) = r.controls.iter().find(|k| k.variant == *name) {
+                line += &format!(
+                    ". Against its control ({}), the encryption alone: {} {}: {}",
+                    k.against.as_deref().unwrap_or_default(),
+                    moved(k.estimate.ratio),
+                    interval(k),
+                    k.verdict.word()
+                );
+            }
+            line
+        })
+        .collect()
+}
+
+/// One row of the forest plot: what is compared, and the change % with its CI.
+pub struct Row {
+    pub label: String,
+    pub change: f64,
+    pub ci: (f64, f64),
+}
+
+/// Every comparison of every measure, with the baseline and with controls.
+pub fn rows(r: &StudyReport) -> Vec<Row> {
+    let several = r.measures.len() > 1;
+    let mut rows = Vec::new();
+    for m in &r.measures {
+        for c in m.comparisons.iter().chain(&m.controls) {
+            let against = c.against.as_deref().unwrap_or(&r.baseline);
+            let mut label = format!("{} vs {against}", c.variant);
+            if several {
+                label += &format!(" ({})", m.measure.key());
+            }
+            let e = &c.estimate;
+            let pct = |x: f64| 100.0 * (x - 1.0);
+            rows.push(Row { label, change: pct(e.ratio), ci: (pct(e.ci.0), pct(e.ci.1)) });
+        }
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_answer_names_the_change_its_interval_the_verdict_and_the_control() {
+        let r = super::super::sample::report();
+        let lines = super::lines(&r);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(
+            lines[0].starts_with("sqlcipher: opm 9.") && lines[0].contains("lower than plain [95% CI -"),
+            "{lines:?}"
+        );
+        assert!(lines[0].contains(": slower; the smallest change these blocks could detect is "), "{lines:?}");
+        assert!(lines[0].contains("Against its control (plain on ext4 image), the encryption alone: 1.0% lower"));
+        assert!(lines[1].starts_with("fscrypt: not measured (mkfs.ext4 not found"), "{lines:?}");
+        let rows = super::rows(&r);
+        assert_eq!(
+            rows.iter().map(|r| r.label.as_str()).collect::<Vec<_>>(),
+            ["sqlcipher vs plain", "sqlcipher vs plain on ext4 image"]
+        );
+        assert!(rows[0].ci.0 < rows[0].change && rows[0].change < rows[0].ci.1 && rows[0].change < -5.0);
+    }
+}
