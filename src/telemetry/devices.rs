@@ -82,6 +82,17 @@ pub fn devices(volumes: &[(String, PathBuf)]) -> (Vec<Layer>, Vec<String>) {
     (all, devs)
 }
 
+/// A mount point as a reader wants it: inside a study's temporary work directory
+/// (`OUT/.work-XXXX/vN/...`), just the variant's part ("variant dir/ext4-mnt").
+fn shown(mount: &str) -> String {
+    let Some(at) = mount.find("/.work-") else { return mount.to_string() };
+    let inside: Vec<&str> = mount[at + 1..].splitn(3, '/').collect();
+    match inside.as_slice() {
+        [_, _, rest] => format!("variant dir/{rest}"),
+        _ => "variant dir".into(),
+    }
+}
+
 /// How a report names a device: its file system and mount, what lies above it, and, when
 /// a log is kept apart, the volumes it serves.
 pub fn describe(device: &str, layers: &[Layer]) -> String {
@@ -93,9 +104,9 @@ pub fn describe(device: &str, layers: &[Layer]) -> String {
     let above: Vec<String> = (0..at)
         .rev()
         .take_while(|&i| volume_of_layer(i) == &l.volume)
-        .map(|i| format!("{} {}", layers[i].fs_type, layers[i].mount_point))
+        .map(|i| format!("{} {}", layers[i].fs_type, shown(&layers[i].mount_point)))
         .collect();
-    let mut text = format!("{device} ({} on {}", l.fs_type, l.mount_point);
+    let mut text = format!("{device} ({} on {}", l.fs_type, shown(&l.mount_point));
     if !above.is_empty() {
         text += &format!(", under {}", above.into_iter().rev().collect::<Vec<_>>().join(", "));
     }
@@ -140,5 +151,7 @@ mod tests {
         ];
         assert_eq!(describe("vda", &apart), "vda (ext4 on /, under fuse.gocryptfs /w/data) [data + log volume]");
         assert_eq!(describe("loop4", &apart), "loop4 (ext4 on /w/log/ext4-mnt) [log volume]");
+        let work = [layer("/r/out/.work-9K2NpV/v2/log/ext4-mnt", "ext4", Some("loop5"), "data")];
+        assert_eq!(describe("loop5", &work), "loop5 (ext4 on variant dir/log/ext4-mnt)");
     }
 }
