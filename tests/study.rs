@@ -247,7 +247,7 @@ fn html_report_renders_its_charts_in_chromium() {
         .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"])
         .args(["--disable-background-networking", "--disable-component-update", "--disable-sync"])
         .arg(format!("--user-data-dir={}", dir.path().join("profile").display()))
-        .arg("--window-size=1200,1400")
+        .arg("--window-size=1200,2600")
         .arg(format!("--screenshot={}", png.display()))
         .arg(format!("file://{}", out.join("report.html").display()))
         .output()
@@ -263,6 +263,11 @@ fn html_report_renders_its_charts_in_chromium() {
         |p: &[u8]| (p[0] as i32 - 120).abs() < 20 && (p[1] as i32 - 173).abs() < 20 && (p[2] as i32 - 210).abs() < 20;
     let blue_pixels = buf[..info.buffer_size()].chunks(px).filter(|p| blue(p)).count();
     assert!(blue_pixels > 2000, "the chart bars did not render ({blue_pixels} bar pixels)");
+    // The forest plot at the top draws the first comparison's whisker and point in full blue.
+    let full =
+        |p: &[u8]| (p[0] as i32 - 31).abs() < 12 && (p[1] as i32 - 119).abs() < 12 && (p[2] as i32 - 180).abs() < 12;
+    let whisker_pixels = buf[..info.buffer_size()].chunks(px).filter(|p| full(p)).count();
+    assert!(whisker_pixels > 40, "the forest plot did not render ({whisker_pixels} whisker pixels)");
 }
 
 #[test]
