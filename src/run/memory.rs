@@ -26,17 +26,25 @@ impl MemoryLimit {
     }
 
     /// Moves this process and `others` (a server's processes, FUSE daemons) into the group;
-    /// children they start from then on are born in it.
+    /// children they start from then on are born in it. One of `others` that has exited
+    /// meanwhile (a server's backend whose connection closed) is passed over.
     pub fn admit(&mut self, others: &[u32]) -> Result<()> {
         let dir = self.group.dir_for("memory.max").to_path_buf();
         for pid in std::iter::once(std::process::id()).chain(others.iter().copied()) {
             if self.moved.iter().any(|(p, _)| *p == pid) {
                 continue;
             }
-            let from = current_group(pid, self.group.version)?;
-            std::fs::write(dir.join("cgroup.procs"), pid.to_string())
-                .with_context(|| format!("cannot move process {pid} into the memory limit's group"))?;
-            self.moved.push((pid, from));
+            let gone = || !std::path::Path::new(&format!("/proc/{pid}")).exists();
+            let moved = current_group(pid, self.group.version).and_then(|from| {
+                std::fs::write(dir.join("cgroup.procs"), pid.to_string())
+                    .with_context(|| format!("cannot move process {pid} into the memory limit's group"))?;
+                Ok(from)
+            });
+            match moved {
+                Ok(from) => self.moved.push((pid, from)),
+                Err(_) if pid != std::process::id() && gone() => {}
+                Err(e) => return Err(e),
+            }
         }
         Ok(())
     }
