@@ -1,36 +1,72 @@
-//! A run's memory limit, page cache included: the run process (SQLite's engine runs in it),
-//! a managed server's processes and the variants' FUSE daemons join one control group with
-//! `memory.max` (v1: `memory.limit_in_bytes`) once the pristine database is built (building
-//! needs more memory than measuring) and before the fresh copy is made. Everything the run
-//! reads is then charged to the group, so a database larger than the limit really reads
-//! from storage, as seeds 000 and 001 arranged with databases larger than their servers'
-//! memory. Whatever was moved in goes back where it was afterwards.
+//! A run's memory limit, page cache included: the run process (SQLite's engine runs in it)
+//! and a managed server's processes join a control group with `memory.max` (v1:
+//! `memory.limit_in_bytes`) once the pristine database is built (building needs more memory
+//! than measuring) and before the fresh copy is made. Everything the run reads is then
+//! charged to the group, so a database larger than the limit really reads from storage, as
+//! seeds 000 and 001 arranged with databases larger than their servers' memory.
+//!
+//! The variants' FUSE daemons get a group of their own: sharing their callers' group
+//! deadlocks. Reclaim in the group (v1) waits for the writeback of a dirty FUSE page
+//! (SQLite's mmapped -shm), which only the daemon can finish, while the daemon waits on that
+//! reclaim for memory. Their group holds a quarter of the limit (at least 16MB): what they
+//! cache of the backing files (gocryptfs's ciphertext) stays small, so a FUSE variant still
+//! reads from storage, with a little more memory in all than the others. Whatever was moved
+//! in goes back where it was afterwards.
 
 use crate::sys::cgroup::{Group, Version};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 
 pub struct MemoryLimit {
+    bytes: u64,
     group: Group,
+    /// The FUSE daemons' group (a quarter of the limit), made when there are daemons.
+    daemons: Option<Group>,
     /// Processes moved in, with the group directory each came from.
     moved: Vec<(u32, PathBuf)>,
+}
+
+/// What the FUSE daemons' group may hold of a run's limit of `bytes`.
+fn daemons_share(bytes: u64) -> u64 {
+    (bytes / 4).max(16 << 20)
+}
+
+/// A memory group limited to `bytes`.
+fn limited(name: &str, bytes: u64) -> Result<Group> {
+    let group = Group::create(name, &["memory"])?;
+    let v1 = group.version == Version::V1;
+    group.set(if v1 { "memory.limit_in_bytes" } else { "memory.max" }, &bytes.to_string())?;
+    Ok(group)
 }
 
 impl MemoryLimit {
     /// A group limited to `bytes`, empty until processes are admitted.
     pub fn new(bytes: u64) -> Result<Self> {
-        let group = Group::create("run-memory", &["memory"])?;
-        let v1 = group.version == Version::V1;
-        group.set(if v1 { "memory.limit_in_bytes" } else { "memory.max" }, &bytes.to_string())?;
-        Ok(MemoryLimit { group, moved: Vec::new() })
+        Ok(MemoryLimit { bytes, group: limited("run-memory", bytes)?, daemons: None, moved: Vec::new() })
     }
 
-    /// Moves this process and `others` (a server's processes, FUSE daemons) into the group;
-    /// children they start from then on are born in it. One of `others` that has exited
-    /// meanwhile (a server's backend whose connection closed) is passed over.
-    pub fn admit(&mut self, others: &[u32]) -> Result<()> {
+    /// Moves this process and `server` (a managed server's processes) into the group, and
+    /// `daemons` into the daemons' group; children they start from then on are born there.
+    pub fn admit(&mut self, server: &[u32], daemons: &[u32]) -> Result<()> {
         let dir = self.group.dir_for("memory.max").to_path_buf();
-        for pid in std::iter::once(std::process::id()).chain(others.iter().copied()) {
+        let own: Vec<u32> = std::iter::once(std::process::id()).chain(server.iter().copied()).collect();
+        self.move_into(&dir, &own)?;
+        if daemons.is_empty() {
+            return Ok(());
+        }
+        let group = match self.daemons.take() {
+            Some(g) => g,
+            None => limited("run-memory-fuse", daemons_share(self.bytes))?,
+        };
+        let dir = group.dir_for("memory.max").to_path_buf();
+        self.daemons = Some(group);
+        self.move_into(&dir, daemons)
+    }
+
+    /// Moves `pids` into the group at `dir`. One that has exited meanwhile (a server's
+    /// backend whose connection closed) is passed over.
+    fn move_into(&mut self, dir: &std::path::Path, pids: &[u32]) -> Result<()> {
+        for &pid in pids {
             if self.moved.iter().any(|(p, _)| *p == pid) {
                 continue;
             }
@@ -53,7 +89,9 @@ impl MemoryLimit {
     /// limit that never bit is visible.
     pub fn record(&self) -> crate::record::LimitsRecord {
         crate::record::LimitsRecord {
-            applied_to: "the run's memory (this process, its server, the FUSE daemons)".into(),
+            applied_to: "the run's memory (this process and its server; FUSE daemons in a group of their own with \
+                         a quarter of the limit, at least 16MB)"
+                .into(),
             usage: crate::sys::cgroup::Usage::read(&self.group.dirs),
         }
     }
@@ -93,6 +131,12 @@ fn memory_group(text: &str, version: Version) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fuse_daemons_get_a_quarter_of_the_limit_and_at_least_16mb() {
+        assert_eq!(daemons_share(1 << 30), 256 << 20);
+        assert_eq!(daemons_share(48 << 20), 16 << 20);
+    }
 
     #[test]
     fn the_memory_group_is_found_on_both_hierarchies() {

@@ -153,7 +153,7 @@ impl SetUp {
             if let Some(m) = memory {
                 let server = target.watch().server_pid_file;
                 let server = server.map_or(vec![], |f| crate::telemetry::server_processes(&f));
-                m.admit(&[&spec.db.fuse_daemons[..], &server].concat())?;
+                m.admit(&server, &spec.db.fuse_daemons)?;
             }
             let env = Env::new(target.versions()?);
             // One database and one workload (with its own statistics) per instance.
