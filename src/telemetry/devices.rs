@@ -83,7 +83,7 @@ pub fn devices(volumes: &[(String, PathBuf)]) -> (Vec<Layer>, Vec<String>) {
 }
 
 /// A mount point as a reader wants it: inside a study's temporary work directory
-/// (`OUT/.work-XXXX/vN/...`), just the variant's part ("variant dir/ext4-mnt").
+/// (`OUT/.work-9K2NpV/v2/...`), just the variant's part ("variant dir/ext4-mnt").
 fn shown(mount: &str) -> String {
     let Some(at) = mount.find("/.work-") else { return mount.to_string() };
     let inside: Vec<&str> = mount[at + 1..].splitn(3, '/').collect();
