@@ -79,7 +79,7 @@ impl ManagedMaria {
         // them too), and concurrent installs cannot collide in a shared /tmp.
         std::fs::create_dir_all(tmpdir(&data))?;
         let fresh = !data.join("mysql").exists();
-        if let Some(l) = log.filter(|l| !fresh && !log_home(Some(l), &data).join("ib_logfile0").exists()) {
+        if let Some(l) = log.filter(|l| !fresh && !redo_dir(l, &data).join("ib_logfile0").exists()) {
             bail!(
                 "{} was made with its redo log elsewhere, not under {}: delete the data directory or give the \
                  --log-dir it was made with",
@@ -89,7 +89,7 @@ impl ManagedMaria {
         }
         let log = match log {
             Some(l) => {
-                std::fs::create_dir_all(log_home(Some(l), &data))
+                std::fs::create_dir_all(redo_dir(l, &data))
                     .with_context(|| format!("cannot create log directory {}", l.display()))?;
                 Some(l.canonicalize()?)
             }
@@ -111,8 +111,8 @@ impl ManagedMaria {
                 .arg(format!("--tmpdir={}", tmpdir(&data).display()))
                 .args(["--auth-root-authentication-method=normal", "--skip-test-db"]);
             // Options install-db does not know go to its bootstrap server.
-            if log.is_some() {
-                c.arg(format!("--innodb-log-group-home-dir={}", log_home(log.as_deref(), &data).display()));
+            if let Some(l) = &log {
+                c.arg(format!("--innodb-log-group-home-dir={}", redo_dir(l, &data).display()));
             }
             if as_root {
                 c.arg(format!("--user={SERVER_USER}"));
@@ -164,8 +164,8 @@ impl ManagedMaria {
             .arg(format!("--socket={}", socket(data).display()))
             .arg(format!("--pid-file={}", data.join("mariadbd.pid").display()))
             .arg(format!("--log-error={}", error_log(data).display()));
-        if self.log.is_some() {
-            c.arg(format!("--innodb-log-group-home-dir={}", log_home(self.log.as_deref(), data).display()));
+        if let Some(redo) = self.redo_dir(data) {
+            c.arg(format!("--innodb-log-group-home-dir={}", redo.display()));
         }
         for (k, v) in &self.settings {
             c.arg(format!("--{k}={v}"));
@@ -231,9 +231,7 @@ impl ManagedMaria {
     pub fn serve_copy(&self, dest: &Path) -> Result<()> {
         self.stop();
         let mut copies = vec![(self.data.clone(), dest.to_path_buf())];
-        if self.log.is_some() {
-            copies.push((log_home(self.log.as_deref(), &self.data), log_home(self.log.as_deref(), dest)));
-        }
+        copies.extend(self.redo_dir(&self.data).zip(self.redo_dir(dest)));
         // If dbvs is killed, the copy goes once the server is stopped.
         let mut lease = self.lease.lock().unwrap_or_else(|p| p.into_inner());
         for (_, to) in &copies {
@@ -254,12 +252,17 @@ impl ManagedMaria {
     /// Stops serving a copy and removes it with its redo log.
     pub fn discard_copy(&self, copy: &Path) {
         self.stop();
-        let dirs = [copy.to_path_buf(), log_home(self.log.as_deref(), copy)];
+        let dirs: Vec<PathBuf> = std::iter::once(copy.to_path_buf()).chain(self.redo_dir(copy)).collect();
         for d in &dirs {
             let _ = std::fs::remove_dir_all(d);
         }
         let mut lease = self.lease.lock().unwrap_or_else(|p| p.into_inner());
         let _ = lease.forget(|s| matches!(s, Step::RemoveDir { path } if dirs.contains(path)));
+    }
+
+    /// Where `data`'s redo log lives, when the redo logs are kept apart.
+    fn redo_dir(&self, data: &Path) -> Option<PathBuf> {
+        self.log.as_deref().map(|l| redo_dir(l, data))
     }
 
     /// The pristine data directory.
@@ -280,12 +283,9 @@ impl ManagedMaria {
     }
 }
 
-/// The directory holding `data`'s redo log: `log`/<data's name>, or `data` itself.
-fn log_home(log: Option<&Path>, data: &Path) -> PathBuf {
-    match log {
-        Some(l) => l.join(data.file_name().unwrap_or_default()),
-        None => data.to_path_buf(),
-    }
+/// The directory holding `data`'s redo log under the log directory `log`: `log`/<data's name>.
+fn redo_dir(log: &Path, data: &Path) -> PathBuf {
+    log.join(data.file_name().unwrap_or_default())
 }
 
 fn last_lines(path: &Path) -> String {
@@ -308,7 +308,7 @@ impl ManagedServer for ManagedMaria {
         self.serving().unwrap_or_else(|| self.data.clone())
     }
     fn log_dir(&self) -> Option<PathBuf> {
-        self.log.as_ref().map(|_| log_home(self.log.as_deref(), &super::ManagedServer::data_dir(self)))
+        self.redo_dir(&super::ManagedServer::data_dir(self))
     }
     fn pid_file(&self) -> PathBuf {
         super::ManagedServer::data_dir(self).join("mariadbd.pid")
