@@ -31,11 +31,19 @@ pub struct Env {
     pub host: HostInfo,
     pub engine_versions: std::collections::BTreeMap<String, String>,
     pub dbvs_version: String,
+    /// The run's process had AES-NI masked from OpenSSL (a variant's `aesni = false`).
+    #[serde(default)]
+    pub aes_ni_masked: bool,
 }
 
 impl Env {
     pub fn new(engine_versions: std::collections::BTreeMap<String, String>) -> Self {
-        Env { host: collect(), engine_versions, dbvs_version: env!("CARGO_PKG_VERSION").into() }
+        Env {
+            host: collect(),
+            engine_versions,
+            dbvs_version: env!("CARGO_PKG_VERSION").into(),
+            aes_ni_masked: crate::cipher::masked(),
+        }
     }
 }
 

@@ -209,19 +209,16 @@ impl RunRecord {
         }
     }
 
-    pub fn read(path: &std::path::Path) -> anyhow::Result<Self> {
-        use anyhow::Context;
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("cannot read run record {}", path.display()))?;
-        serde_json::from_str(&text).with_context(|| format!("unreadable run record {}", path.display()))
-    }
-
-    /// An interleaved run's records, one per variant.
+    /// The records a run wrote: its one, or an interleaved run's, one per variant.
     pub fn read_all(path: &std::path::Path) -> anyhow::Result<Vec<Self>> {
         use anyhow::Context;
         let text =
             std::fs::read_to_string(path).with_context(|| format!("cannot read run records {}", path.display()))?;
-        serde_json::from_str(&text).with_context(|| format!("unreadable run records {}", path.display()))
+        let records = match text.trim_start().starts_with('[') {
+            true => serde_json::from_str(&text),
+            false => serde_json::from_str(&text).map(|one| vec![one]),
+        };
+        records.with_context(|| format!("unreadable run records {}", path.display()))
     }
 }
 

@@ -34,6 +34,12 @@ fn a_managed_postgres_starts_runs_and_stops() {
     let version = r["env"]["engine_versions"]["postgresql"].as_str().unwrap();
     assert!(version.starts_with(|c: char| c.is_ascii_digit()), "{version}");
     assert!(!data.join("postmaster.pid").exists(), "the managed server must be stopped after the run");
+    // The server's CPU per order: every backend's and background process's threads.
+    let m = r["measures"].as_array().unwrap().iter().find(|m| m["name"] == "server CPU per unit");
+    let per_order_ms = m.and_then(|m| m["value"].as_f64()).unwrap_or_else(|| panic!("{}", r["measures"]));
+    let server_s = per_order_ms / 1e3 * r["counts"]["units"].as_f64().unwrap();
+    let most = r["elapsed_s"].as_f64().unwrap() * r["env"]["cores"].as_f64().unwrap();
+    assert!(per_order_ms > 0.05 && server_s <= most, "{per_order_ms} ms per order, {server_s} s of {most}");
 }
 
 #[test]

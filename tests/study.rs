@@ -86,22 +86,7 @@ fn an_injected_slowdown_is_detected_with_a_ci_around_the_true_ratio() {
     let out = dir.path().join("out");
     ok(&["study", &f, "--out", out.to_str().unwrap()]);
     let r = report(&out);
-    // One thread: an order cycle of the baseline takes 60 / OPM seconds; the variant adds 2 ms.
-    let base_opm = r["variants"][0]["summary"]["mean"].as_f64().unwrap();
-    let cycle = 60.0 / base_opm;
-    let truth = cycle / (cycle + 0.002);
-    let c = &r["comparisons"][0];
-    assert_eq!(c["verdict"]["verdict"], "slower", "{c}");
-    let (ratio, lo, hi) = (
-        c["estimate"]["ratio"].as_f64().unwrap(),
-        c["estimate"]["ci"][0].as_f64().unwrap(),
-        c["estimate"]["ci"][1].as_f64().unwrap(),
-    );
-    const MODEL_BIAS: f64 = 0.015;
-    assert!(lo - MODEL_BIAS <= truth && truth <= hi + MODEL_BIAS, "CI [{lo}, {hi}] misses the true ratio {truth}");
-    // The point estimate is only as close as the noise allows (CPU steal reached 14% here);
-    // an inverted or mispaired ratio would be off by far more.
-    assert!((ratio - truth).abs() < MODEL_BIAS + (hi - lo).max(0.02), "ratio {ratio} vs true {truth}");
+    assert_slower_by_the_busy_wait(&r);
     // One child run per block measured both variants, each over its own slices' time.
     let runs = files_in(&out.join("runs"));
     let shared: Vec<&String> = runs.iter().filter(|f| f.ends_with("-base+slower-ds2.json")).collect();
@@ -132,6 +117,65 @@ fn an_injected_slowdown_is_detected_with_a_ci_around_the_true_ratio() {
         })
         .collect();
     assert_eq!(seeds.len(), 6, "{seeds:?}");
+}
+
+/// The study's "slower" variant (2 ms more busy-wait per order than "base", one thread) was
+/// called slower, with a CI around the true ratio.
+fn assert_slower_by_the_busy_wait(r: &Value) {
+    // One thread: an order cycle of the baseline takes 60 / OPM seconds; the variant adds 2 ms.
+    let base_opm = r["variants"][0]["summary"]["mean"].as_f64().unwrap();
+    let cycle = 60.0 / base_opm;
+    let truth = cycle / (cycle + 0.002);
+    let c = &r["comparisons"][0];
+    assert_eq!(c["verdict"]["verdict"], "slower", "{c}");
+    let (ratio, lo, hi) = (
+        c["estimate"]["ratio"].as_f64().unwrap(),
+        c["estimate"]["ci"][0].as_f64().unwrap(),
+        c["estimate"]["ci"][1].as_f64().unwrap(),
+    );
+    const MODEL_BIAS: f64 = 0.015;
+    assert!(lo - MODEL_BIAS <= truth && truth <= hi + MODEL_BIAS, "CI [{lo}, {hi}] misses the true ratio {truth}");
+    // The point estimate is only as close as the noise allows (CPU steal reached 14% here);
+    // an inverted or mispaired ratio would be off by far more.
+    assert!((ratio - truth).abs() < MODEL_BIAS + (hi - lo).max(0.02), "ratio {ratio} vs true {truth}");
+}
+
+#[test]
+fn a_variant_that_needs_its_own_process_takes_turns_with_the_others_from_it() {
+    // AES-NI masking takes a process of its own: "slower" runs in one, base in another,
+    // their slices in one schedule from a common start.
+    let _turn = turn();
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_study(
+        dir.path(),
+        &format!(
+            "name = \"turns\"\nblocks = {{ min = 6, max = 6 }}\ninterleave = \"100ms\"\n{SMALL}\n\
+             [[variants]]\nname = \"base\"\nkind = \"delay\"\nper_transaction = \"4ms\"\n\
+             [[variants]]\nname = \"slower\"\nkind = \"delay\"\nper_transaction = \"6ms\"\naesni = false\n"
+        ),
+    );
+    let out = dir.path().join("out");
+    ok(&["study", &f, "--out", out.to_str().unwrap()]);
+    let r = report(&out);
+    assert_slower_by_the_busy_wait(&r);
+    let runs = files_in(&out.join("runs"));
+    for block in 1..=6 {
+        let record = |v: &str| -> Value {
+            let path = out.join("runs").join(format!("block{block:02}-{v}-ds2.json"));
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|_| panic!("{path:?} in {runs:?}")))
+                .unwrap()
+        };
+        let (base, slower) = (&record("base")[0], record("slower"));
+        assert_eq!(base["started_at"], slower[0]["started_at"], "the two processes start together");
+        for rec in [base, &slower[0]] {
+            let elapsed = rec["elapsed_s"].as_f64().unwrap();
+            assert!((0.5..1.0).contains(&elapsed), "each variant had about half of the 1.5 s window: {elapsed}");
+        }
+        assert_eq!(
+            (base["env"]["aes_ni_masked"].as_bool(), slower[0]["env"]["aes_ni_masked"].as_bool()),
+            (Some(false), Some(true))
+        );
+    }
 }
 
 fn r_test(out: &std::path::Path) -> String {

@@ -124,6 +124,7 @@ impl RunArgs {
             interleave: vec![],
             slice: std::time::Duration::from_secs(1),
             slice_seed: 0,
+            turns: None,
         })
     }
 }

@@ -202,6 +202,9 @@ pub struct Measured {
     /// Bytes the workers' threads read from storage while measuring: with an embedded
     /// engine, its page-cache misses (the kernel's per-thread I/O accounting).
     pub storage_read_bytes: u64,
+    /// CPU seconds a managed server's processes used over the window (set by the run
+    /// engine, which knows the server; zero without one).
+    pub server_cpu_s: f64,
 }
 
 impl SharedStats {
@@ -359,6 +362,7 @@ impl SharedStats {
             },
             worker_cpu_s: self.worker_cpu_ns.load(Relaxed) as f64 / 1e9,
             storage_read_bytes: self.storage_read_bytes.load(Relaxed),
+            server_cpu_s: 0.0,
         }
     }
 }

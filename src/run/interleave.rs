@@ -1,6 +1,7 @@
 //! An interleaved run: every variant's database set up at once, their workers taking
 //! turns in slices ([`super::slices`]), one record per variant. The study's precision comes
-//! from here: two variants measured in the same seconds share the machine's noise.
+//! from here: two variants measured in the same seconds share the machine's noise. With
+//! `turns` the schedule is shared with other run processes ([`super::start`]).
 
 use super::slices::Slices;
 use super::{exit_code, keep_in_store, measure, write_record, RunSpec, SetUp};
@@ -20,6 +21,9 @@ pub fn run(spec: &RunSpec) -> Result<ExitCode> {
     let sides = spec.sides();
     for side in &sides {
         side.check()?;
+    }
+    if let Some(turns) = &spec.turns {
+        turns.check(sides.len())?;
     }
     if spec.instances > 1 {
         anyhow::bail!("an interleaved run measures one database per variant; it cannot also run --instances");
@@ -86,11 +90,19 @@ fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<
             p
         })
         .collect();
+    let (places, of) = match &spec.turns {
+        Some(t) => (t.places.clone(), t.of),
+        None => ((0..sets.len()).collect(), sets.len()),
+    };
+    let start = match spec.turns {
+        Some(_) => super::start::ready_and_wait()?,
+        None => Instant::now(),
+    };
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     // The first variant's disks and server stand for the machine every side shares.
     let sampler = sets[0].sampler(spec)?;
     // The slices start where the measured window does; the warm-up alternates too.
-    let slices = Slices::new(sets.len(), spec.slice, Instant::now() + pacings[0].warmup, spec.slice_seed);
+    let slices = Slices::new(of, spec.slice, start + pacings[0].warmup, spec.slice_seed);
     let bar = ProgressBar::hidden();
     let servers: Vec<Option<PathBuf>> = sets.iter().map(|set| set.target.watch().server_pid_file).collect();
     let results: Vec<driver::RunResult> = std::thread::scope(|s| {
@@ -100,10 +112,12 @@ fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<
             .enumerate()
             .map(|(i, (set, pacing))| {
                 let (sampler, slices, bar, server) = (&sampler, &slices, &bar, servers[i].as_deref());
+                let place = places[i];
                 let (w, copy) = &set.instances[0];
                 s.spawn(move || {
                     let bar = (i == 0).then_some(bar);
-                    let side = super::Placement { turn: Some((slices, i)), daemons: &sides[i].db.fuse_daemons, server };
+                    let side =
+                        super::Placement { turn: Some((slices, place)), daemons: &sides[i].db.fuse_daemons, server };
                     measure(w.as_ref(), copy.as_ref(), &set.meta, pacing, sampler, bar, side)
                 })
             })

@@ -7,6 +7,7 @@ mod interleave;
 mod memory;
 mod slices;
 pub mod spec;
+pub mod start;
 mod summary;
 
 pub use build::{build, ensure_built};
@@ -24,7 +25,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 /// Writes the record (or an interleaved run's records) to the `--json` file.
 fn write_record(mut f: std::fs::File, spec: &RunSpec, record: &impl serde::Serialize) -> Result<()> {
@@ -42,7 +43,7 @@ pub fn run(spec: &RunSpec) -> Result<ExitCode> {
     if let Ok(Kind::Standalone(w)) = spec.db.workload.kind() {
         return standalone(spec, w.as_ref());
     }
-    if !spec.interleave.is_empty() {
+    if !spec.interleave.is_empty() || spec.turns.is_some() {
         return interleave::run(spec);
     }
     spec.check()?;
@@ -278,7 +279,8 @@ impl SetUp {
                 details = w.details(&result);
             }
             let (target, env) = (self.target.info(), self.env.clone());
-            let own = cost_measures(target.engine, w.as_ref(), Some(&result), self.memory_limited);
+            let server = self.target.watch().server_pid_file.is_some();
+            let own = cost_measures(target.engine, w.as_ref(), Some(&result), server, self.memory_limited);
             let mut record = RunRecord::new(w.as_ref(), target, pacing, env, started_at.into(), result, checks);
             record.measures.extend(own);
             record.settle_s = Some(self.settle_s);
@@ -290,7 +292,7 @@ impl SetUp {
 
 /// Settles fresh copies before a run: each engine's own write-out (a checkpoint), then the
 /// OS's write-back of every file system, then `idle`. Returns the seconds it took.
-fn settle(instances: &[Instance], idle: std::time::Duration) -> Result<f64> {
+fn settle(instances: &[Instance], idle: Duration) -> Result<f64> {
     let t = std::time::Instant::now();
     for (_, copy) in instances {
         copy.settle()?;
@@ -303,19 +305,24 @@ fn settle(instances: &[Instance], idle: std::time::Duration) -> Result<f64> {
     Ok(t.elapsed().as_secs_f64())
 }
 
-/// What the run engine measures itself beside a throughput workload's own measures: with
-/// the engine inside this process (SQLite), the CPU time its worker threads spent per unit
-/// (order, transaction). That is the engine's work per unit, SQLCipher's encryption included,
-/// with the time the hypervisor stole left out, so it shows a CPU cost more precisely than
-/// throughput can. Work done outside the process (a FUSE daemon, the kernel's writeback) is
-/// not in it. Under a memory limit (`memory_limited`), on every engine, also the KB read
-/// from storage per unit: the engine's page-cache misses (its worker threads', or the
-/// managed server's processes') plus its FUSE daemons' reads, what the regime costs.
+/// What the run engine measures itself beside a throughput workload's own measures, each
+/// per unit (order, transaction), as costs that show a change more precisely than
+/// throughput can (time the hypervisor stole is in no CPU time):
+/// - with the engine inside this process (SQLite), the CPU time its worker threads spent:
+///   the engine's work, SQLCipher's encryption included; work outside the process (a FUSE
+///   daemon, the kernel's writeback) is not in it;
+/// - with a managed server (`server`), the CPU time of its processes, every thread and
+///   background worker (checkpointer, WAL writer, InnoDB's threads);
+/// - under a memory limit (`memory_limited`), on every engine, the KB read from storage:
+///   the engine's page-cache misses (its worker threads', or the managed server's
+///   processes') plus its FUSE daemons' reads, what the regime costs.
+///
 /// Declared (no value) without a run.
 pub fn cost_measures(
     engine: Engine,
     w: &dyn Workload,
     run: Option<&driver::RunResult>,
+    server: bool,
     memory_limited: bool,
 ) -> Vec<Measure> {
     if !w.supports_instances() {
@@ -326,6 +333,9 @@ pub fn cost_measures(
     let mut own = vec![];
     if engine == Engine::Sqlite {
         own.push(Measure::lower("in-process CPU per unit", "ms", per_unit(|m| 1e3 * m.worker_cpu_s)));
+    }
+    if server {
+        own.push(Measure::lower("server CPU per unit", "ms", per_unit(|m| 1e3 * m.server_cpu_s)));
     }
     if memory_limited {
         own.push(Measure::lower("storage KB read per unit", "KB", per_unit(|m| m.storage_read_bytes as f64 / 1024.0)));
@@ -398,6 +408,7 @@ fn measure(
     let mut counter = Counter { start: None, end: None, error: None };
     let mut window = (None, None);
     let mut daemon_reads = (0, 0);
+    let mut server_cpu = (Duration::ZERO, Duration::ZERO);
     let make_worker = |i| -> Result<Box<dyn driver::Worker + '_>> {
         let inner = workload.worker(db, meta, i)?;
         Ok(match turn {
@@ -432,15 +443,18 @@ fn measure(
             sampler.window_start();
             counter.start = counter.read(workload, db);
             daemon_reads.0 = side.reads();
+            server_cpu.0 = side.server_cpu();
         }
         Event::WindowEnd => {
             window.1 = Some(std::time::Instant::now());
             sampler.window_end();
             counter.end = counter.read(workload, db);
             daemon_reads.1 = side.reads();
+            server_cpu.1 = side.server_cpu();
         }
     });
     result.measured.storage_read_bytes += daemon_reads.1.saturating_sub(daemon_reads.0);
+    result.measured.server_cpu_s = server_cpu.1.saturating_sub(server_cpu.0).as_secs_f64();
     if let (Some((slices, variant)), (Some(from), Some(to))) = (turn, window) {
         result.elapsed_s = slices.active(variant, from, to).as_secs_f64();
     }
@@ -466,6 +480,11 @@ impl Placement<'_> {
     fn reads(&self) -> u64 {
         let server = self.server.map_or(vec![], crate::telemetry::server_processes);
         read_bytes(self.daemons) + read_bytes(&server)
+    }
+
+    /// CPU time the server's processes have used so far (zero without a managed server).
+    fn server_cpu(&self) -> Duration {
+        self.server.map_or(Duration::ZERO, |f| crate::telemetry::cpu_time(&crate::telemetry::server_processes(f)))
     }
 }
 

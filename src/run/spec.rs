@@ -221,6 +221,10 @@ pub struct RunSpec {
     /// workload's seed: every variant does the same work).
     #[serde(default)]
     pub slice_seed: u64,
+    /// This run takes turns with other run processes too (see `run::start`): its variants'
+    /// places in their common schedule. It then waits for a go on stdin before measuring.
+    #[serde(default)]
+    pub turns: Option<super::start::SharedTurns>,
 }
 
 /// Another variant in an interleaved run.
@@ -253,6 +257,7 @@ impl RunSpec {
             interleave: vec![],
             slice: default_slice(),
             slice_seed: 0,
+            turns: None,
         }
     }
 
@@ -375,6 +380,7 @@ mod tests {
             interleave: vec![],
             slice: Duration::from_secs(1),
             slice_seed: 0,
+            turns: None,
         }
     }
 

@@ -7,6 +7,7 @@ use crate::driver::RunStatus;
 use crate::interrupt;
 use crate::record::RunRecord;
 use crate::report::CanaryResult;
+use crate::run::start::SharedTurns;
 use crate::run::{DbSpec, LimitScope, Limits, PacingSpec, RunSpec, Side, TelemetrySpec};
 use crate::targets::Engine;
 use crate::variants::{Prepared, VariantConfig};
@@ -88,10 +89,15 @@ fn log_file(ctx: &Context, name: &str) -> Result<(PathBuf, std::fs::File)> {
     Ok((path, f))
 }
 
-/// Runs a child to completion, forwarding Ctrl-C; returns whether it succeeded.
+/// Runs a child to completion, forwarding Ctrl-C; returns its exit status.
 fn wait(mut cmd: Command, log: std::fs::File) -> Result<std::process::ExitStatus> {
     crate::sys::end_with_parent(&mut cmd);
     let mut child = cmd.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log).spawn()?;
+    wait_child(&mut child)
+}
+
+/// Waits for a spawned child, forwarding Ctrl-C to it once.
+pub(super) fn wait_child(child: &mut std::process::Child) -> Result<std::process::ExitStatus> {
     let mut forwarded = false;
     loop {
         if let Some(status) = child.try_wait()? {
@@ -149,9 +155,19 @@ pub fn run(
 ) -> Result<RunRecord> {
     p.ensure_in_force()?;
     let ooms = crate::sys::cgroup::oom_kills(&p.cgroups);
-    let result = run_child(ctx, v, p, w, tag, keep_for_scan);
-    // A process killed under a memory limit otherwise shows only as "signal: 9".
-    let oom = (crate::sys::cgroup::oom_kills(&p.cgroups) > ooms).then_some(
+    let result = (|| {
+        let run = RunCommand::new(ctx, &[(v, p)], w, tag, keep_for_scan, |_| ())?;
+        let status = wait(run.cmd, run.log)?;
+        read_record(&run.json, &run.log_path, status)
+    })();
+    settle(p, result, ooms)
+}
+
+/// A run's outcome with what the variant adds: the OOM killer named when it ended a
+/// process under the variant's memory limit (else that shows only as "signal: 9"), and
+/// the run failed when the variant's layer vanished during it.
+fn settle(p: &Prepared, result: Result<RunRecord>, ooms_before: u64) -> Result<RunRecord> {
+    let oom = (crate::sys::cgroup::oom_kills(&p.cgroups) > ooms_before).then_some(
         "the kernel's OOM killer ended a process under the variant's memory limit; raise its memory or use a smaller workload",
     );
     let mut record = match (result, oom) {
@@ -167,37 +183,56 @@ pub fn run(
     Ok(record)
 }
 
-fn run_child(
-    ctx: &Context,
-    v: &VariantConfig,
-    p: &Prepared,
-    w: &WorkloadConfig,
-    tag: &str,
-    keep_for_scan: bool,
-) -> Result<RunRecord> {
-    let name = format!("{tag}-{}-{}", slug(&v.name), slug(&w.label()));
-    let json = ctx.out.join("runs").join(format!("{name}.json"));
-    let (log_path, log) = log_file(ctx, &format!("{name}.log"))?;
-    let mut cmd = Command::new(ctx.exe);
-    let mut db = db_spec(ctx, p, w)?;
-    // Limits apply where the work runs: the run process for SQLite and standalone
-    // workloads, else the server.
-    let in_process = ctx.study.target.engine == Engine::Sqlite || standalone(w);
-    let scope = if in_process { LimitScope::Process } else { LimitScope::Server };
-    if !p.cgroups.is_empty() {
-        db.limits = Some(Limits { groups: p.cgroups.clone(), applies_to: scope });
+/// A `dbvs run` child for one or more variants (several only when they can share a
+/// process), its spec written, its record and log paths named.
+struct RunCommand {
+    cmd: Command,
+    json: PathBuf,
+    log_path: PathBuf,
+    log: std::fs::File,
+}
+
+impl RunCommand {
+    fn new(
+        ctx: &Context,
+        sides: &[(&VariantConfig, &Prepared)],
+        w: &WorkloadConfig,
+        tag: &str,
+        keep_for_scan: bool,
+        shape: impl FnOnce(&mut RunSpec),
+    ) -> Result<Self> {
+        let names: Vec<String> = sides.iter().map(|(v, _)| slug(&v.name)).collect();
+        let name = format!("{tag}-{}-{}", names.join("+"), slug(&w.label()));
+        let json = ctx.out.join("runs").join(format!("{name}.json"));
+        let (log_path, log) = log_file(ctx, &format!("{name}.log"))?;
+        let mut cmd = Command::new(ctx.exe);
+        // Limits apply where the work runs: the run process for SQLite and standalone
+        // workloads, else the server.
+        let in_process = ctx.study.target.engine == Engine::Sqlite || standalone(w);
+        let scope = if in_process { LimitScope::Process } else { LimitScope::Server };
+        let mut all = Vec::new();
+        for (_, p) in sides {
+            let mut db = db_spec(ctx, p, w)?;
+            if !p.cgroups.is_empty() {
+                db.limits = Some(Limits { groups: p.cgroups.clone(), applies_to: scope });
+                if scope == LimitScope::Process {
+                    crate::sys::cgroup::join_on_spawn(&mut cmd, &p.cgroups)?;
+                }
+            }
+            cmd.envs(p.env.iter().map(|(k, v)| (k, v)));
+            let keep_db = match standalone(w) {
+                // What it wrote stays where it is, in the directory the scan reads.
+                true => keep_for_scan.then(|| p.data_dir.join(STANDALONE_DIR).display().to_string()),
+                false => scan_copy(ctx, p, keep_for_scan),
+            };
+            all.push(Side { db, keep_db });
+        }
+        let first = all.remove(0);
+        let mut spec = RunSpec { keep_db: first.keep_db, interleave: all, ..run_spec(ctx, first.db, w, &json)? };
+        shape(&mut spec);
+        cmd.arg("run").arg("--spec").arg(spec_file(ctx, &name, &spec)?);
+        Ok(Self { cmd, json, log_path, log })
     }
-    if scope == LimitScope::Process {
-        crate::sys::cgroup::join_on_spawn(&mut cmd, &p.cgroups)?;
-    }
-    let keep_db = match standalone(w) {
-        // What it wrote stays where it is, in the directory the scan reads.
-        true => keep_for_scan.then(|| p.data_dir.join(STANDALONE_DIR).display().to_string()),
-        false => scan_copy(ctx, p, keep_for_scan),
-    };
-    let spec = RunSpec { keep_db, ..run_spec(ctx, db, w, &json)? };
-    cmd.arg("run").arg("--spec").arg(spec_file(ctx, &name, &spec)?).envs(p.env.iter().map(|(k, v)| (k, v)));
-    finish(cmd, log, &json, &log_path)
 }
 
 /// Where a run keeps its database for the canary scan: SQLite's run copy is kept so the
@@ -214,58 +249,63 @@ pub fn can_share(p: &Prepared) -> bool {
     p.env.is_empty() && p.cgroups.is_empty()
 }
 
-/// One run of several variants interleaved in slices (see `run::slices`); returns each
-/// variant's record, in the order given. Every variant must be in force before and after.
+/// One block's interleaved runs of a workload: every group of variants (those that can
+/// share a process together, each of the others alone) in a process of its own, all
+/// taking turns in one schedule of slices (see `run::slices`; across processes,
+/// `run::start`). Returns each group's records, in the order given. Every variant must be
+/// in force before and after.
 pub fn run_interleaved(
     ctx: &Context,
-    sides: &[(&VariantConfig, &Prepared)],
+    groups: &[Vec<(&VariantConfig, &Prepared)>],
     w: &WorkloadConfig,
     tag: &str,
     (slice, slice_seed): (Duration, u64),
     keep_for_scan: bool,
-) -> Vec<Result<RunRecord>> {
-    let ran = (|| -> Result<Vec<RunRecord>> {
-        for (_, p) in sides {
-            p.ensure_in_force()?;
-        }
-        let names: Vec<String> = sides.iter().map(|(v, _)| slug(&v.name)).collect();
-        let name = format!("{tag}-{}-{}", names.join("+"), slug(&w.label()));
-        let json = ctx.out.join("runs").join(format!("{name}.json"));
-        let (log_path, log) = log_file(ctx, &format!("{name}.log"))?;
-        let mut all = sides
-            .iter()
-            .map(|(_, p)| Ok(Side { db: db_spec(ctx, p, w)?, keep_db: scan_copy(ctx, p, keep_for_scan) }))
-            .collect::<Result<Vec<_>>>()?;
-        let first = all.remove(0);
-        let spec = RunSpec {
-            interleave: all,
-            slice,
-            slice_seed,
-            keep_db: first.keep_db,
-            ..run_spec(ctx, first.db, w, &json)?
-        };
-        let mut cmd = Command::new(ctx.exe);
-        cmd.arg("run").arg("--spec").arg(spec_file(ctx, &name, &spec)?);
-        let status = wait(cmd, log)?;
-        match std::fs::metadata(&json) {
-            Ok(m) if m.len() > 0 => RunRecord::read_all(&json),
-            _ => bail!("the interleaved run produced no record ({status}): {}", tail(&log_path)),
-        }
-    })();
-    match ran {
-        Err(e) => sides.iter().map(|_| Err(anyhow::anyhow!("{e:#}"))).collect(),
-        Ok(records) => records
-            .into_iter()
-            .zip(sides)
-            .map(|(mut record, (_, p))| {
-                if let Err(e) = p.ensure_in_force() {
-                    record.status =
-                        RunStatus::Failed(format!("{e:#} (checked after the run); its figures are not counted"));
-                }
-                Ok(record)
+) -> Vec<Vec<Result<RunRecord>>> {
+    let of = groups.iter().map(Vec::len).sum();
+    let mut places = 0..of;
+    let mut ooms = Vec::new();
+    let commands = groups
+        .iter()
+        .map(|sides| {
+            let turns =
+                (groups.len() > 1).then(|| SharedTurns { places: places.by_ref().take(sides.len()).collect(), of });
+            for (_, p) in sides {
+                p.ensure_in_force()?;
+            }
+            ooms.push(sides.iter().map(|(_, p)| crate::sys::cgroup::oom_kills(&p.cgroups)).collect::<Vec<_>>());
+            RunCommand::new(ctx, sides, w, tag, keep_for_scan, |spec| {
+                (spec.slice, spec.slice_seed, spec.turns) = (slice, slice_seed, turns);
             })
-            .collect(),
-    }
+        })
+        .collect::<Result<Vec<_>>>();
+    let commands = match commands {
+        Ok(c) => c,
+        Err(e) => return groups.iter().map(|g| g.iter().map(|_| Err(anyhow::anyhow!("{e:#}"))).collect()).collect(),
+    };
+    let (paths, children): (Vec<_>, Vec<_>) =
+        commands.into_iter().map(|r| ((r.json, r.log_path), (r.cmd, r.log))).unzip();
+    let statuses = match children.len() {
+        1 => children.into_iter().map(|(cmd, log)| wait(cmd, log)).collect(),
+        _ => super::turns::run_together(children),
+    };
+    groups
+        .iter()
+        .zip(paths.iter().zip(statuses))
+        .zip(ooms)
+        .map(|((sides, ((json, log_path), status)), ooms)| {
+            let records = status.and_then(|status| read_records(json, log_path, status, sides.len()));
+            match records {
+                Err(e) => sides.iter().map(|_| Err(anyhow::anyhow!("{e:#}"))).collect(),
+                Ok(records) => records
+                    .into_iter()
+                    .zip(sides)
+                    .zip(ooms)
+                    .map(|((record, (_, p)), ooms)| settle(p, Ok(record), ooms))
+                    .collect(),
+            }
+        })
+        .collect()
 }
 
 /// A measured run of `db` with the study's pacing for `w`, its record written to `json`.
@@ -299,19 +339,33 @@ fn run_spec(ctx: &Context, db: DbSpec, w: &WorkloadConfig, json: &Path) -> Resul
         interleave: vec![],
         slice: Duration::from_secs(1),
         slice_seed: 0,
+        turns: None,
     })
 }
 
-/// Waits for a child run and reads its record back.
-fn finish(cmd: Command, log: std::fs::File, json: &Path, log_path: &Path) -> Result<RunRecord> {
-    let status = wait(cmd, log)?;
-    match std::fs::metadata(json) {
-        Ok(m) if m.len() > 0 => RunRecord::read(json),
+/// The record a finished child wrote, or why there is none.
+fn read_record(json: &Path, log_path: &Path, status: std::process::ExitStatus) -> Result<RunRecord> {
+    Ok(read_records(json, log_path, status, 1)?.remove(0))
+}
+
+/// The `count` records a finished child wrote, or why there are none.
+fn read_records(
+    json: &Path,
+    log_path: &Path,
+    status: std::process::ExitStatus,
+    count: usize,
+) -> Result<Vec<RunRecord>> {
+    let records = match std::fs::metadata(json) {
+        Ok(m) if m.len() > 0 => RunRecord::read_all(json)?,
         _ => match tail(log_path) {
             t if t.is_empty() => bail!("the run produced no record ({status})"),
             t => bail!("the run produced no record ({status}): {t}"),
         },
+    };
+    if records.len() != count {
+        bail!("the run wrote {} records for {count} variants", records.len());
     }
+    Ok(records)
 }
 
 /// Scans the variant's bytes at rest for the build's plaintext marker, then removes the

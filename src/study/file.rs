@@ -175,6 +175,14 @@ impl WorkloadConfig {
             && self.instances <= 1
     }
 
+    /// Whether variants that need a run process of their own can take turns with the
+    /// others from it. Not when the runs' memory is limited (each process would get a
+    /// whole limit where an interleaved run's variants share one) or the page cache is
+    /// dropped before each run (one process's drop would hit another's start).
+    pub fn turns_across_processes(&self) -> bool {
+        self.memory.is_none() && !self.cold
+    }
+
     /// Whether a pilot run must calibrate this workload before the blocks.
     pub fn needs_calibration(&self) -> bool {
         self.kind().is_ok_and(|k| k.as_driven().is_some_and(|w| w.needs_calibration()))

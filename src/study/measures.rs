@@ -11,7 +11,9 @@ use anyhow::Result;
 pub fn of(w: &WorkloadConfig, seed: u64, engine: Engine) -> Result<Vec<Measure>> {
     let kind = w.args(seed).kind()?;
     let limited = w.memory.is_some();
-    let own = kind.as_driven().map(|d| crate::run::cost_measures(engine, d, None, limited)).unwrap_or_default();
+    // A study's PostgreSQL and MariaDB are servers dbvs manages.
+    let server = engine != Engine::Sqlite;
+    let own = kind.as_driven().map(|d| crate::run::cost_measures(engine, d, None, server, limited)).unwrap_or_default();
     let declared = kind.measures().into_iter().chain(own);
     Ok(declared
         .into_iter()
@@ -40,11 +42,11 @@ mod tests {
     }
 
     #[test]
-    fn with_the_engine_in_process_a_throughput_workload_also_compares_its_cpu_per_unit() {
+    fn a_throughput_workload_also_compares_the_engines_cpu_per_unit() {
         let w: WorkloadConfig = toml::from_str("name = 'ds2'").unwrap();
         let names = |e| of(&w, 1, e).unwrap().into_iter().map(|m| m.name).collect::<Vec<_>>();
         assert_eq!(names(Engine::Sqlite), ["OPM", "in-process CPU per unit"]);
-        assert_eq!(names(Engine::Mariadb), ["OPM"]);
+        assert_eq!(names(Engine::Mariadb), ["OPM", "server CPU per unit"]);
         let batch: WorkloadConfig = toml::from_str("name = 'batch'").unwrap();
         assert_eq!(of(&batch, 1, Engine::Sqlite).unwrap().len(), 5, "a suite's statements are timed already");
     }

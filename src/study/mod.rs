@@ -16,6 +16,7 @@ pub mod measures;
 mod resume;
 mod summary;
 mod text;
+mod turns;
 
 use crate::driver::RunStatus;
 use crate::interrupt;
@@ -300,8 +301,10 @@ fn block_order(active: &[Active], workloads: usize, seed: u64) -> Vec<(usize, us
     order
 }
 
-/// Runs each timed workload's shareable variants in one interleaved run; returns their
-/// results by (workload, variant). The others run alone in the block as usual.
+/// Runs each timed workload's variants interleaved: those that can share a process in
+/// one run, each of the others in a run of its own taking turns with it (where the
+/// workload allows: see `WorkloadConfig::turns_across_processes`). Returns their results
+/// by (workload, variant); the rest run alone in the block as usual.
 fn interleaved(
     ctx: &child::Context,
     active: &[Active],
@@ -312,19 +315,22 @@ fn interleaved(
 ) -> BTreeMap<(usize, usize), Result<RunRecord>> {
     let mut out = BTreeMap::new();
     for (wi, w) in workloads.iter().enumerate().filter(|(_, w)| w.interleaves()) {
-        let group: Vec<usize> = (0..active.len())
-            .filter(|&i| active[i].failed.is_none() && child::can_share(&active[i].prepared))
-            .collect();
-        if group.len() < 2 || interrupt::interrupted() {
+        let running = (0..active.len()).filter(|&i| active[i].failed.is_none());
+        let (sharing, own): (Vec<usize>, Vec<usize>) = running.partition(|&i| child::can_share(&active[i].prepared));
+        let own = if w.turns_across_processes() { own } else { vec![] };
+        let groups: Vec<Vec<usize>> =
+            Some(sharing).filter(|s| !s.is_empty()).into_iter().chain(own.into_iter().map(|i| vec![i])).collect();
+        if groups.iter().map(Vec::len).sum::<usize>() < 2 || interrupt::interrupted() {
             continue;
         }
-        let sides: Vec<_> = group.iter().map(|&i| (&active[i].cfg, &active[i].prepared)).collect();
+        let sides: Vec<Vec<_>> =
+            groups.iter().map(|g| g.iter().map(|&i| (&active[i].cfg, &active[i].prepared)).collect()).collect();
         // The canary scan follows each variant's first run, of the first workload only.
         let keep = scan && wi == 0;
         // Each block its own slice order, drawn from the study's seed.
         let slices = (slice, ctx.study.seed ^ ((block as u64 + 1) << 32) ^ wi as u64);
         let results = child::run_interleaved(ctx, &sides, w, &format!("block{:02}", block + 1), slices, keep);
-        out.extend(group.into_iter().map(|i| (wi, i)).zip(results));
+        out.extend(groups.into_iter().flatten().map(|i| (wi, i)).zip(results.into_iter().flatten()));
     }
     out
 }

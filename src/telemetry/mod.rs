@@ -137,6 +137,21 @@ pub fn server_processes(pid_file: &std::path::Path) -> Vec<u32> {
     server_pid(pid_file).map(|p| tree_ticks(p).into_keys().collect()).unwrap_or_default()
 }
 
+/// CPU time the processes `pids` have used so far, every thread's (the scheduler's
+/// nanosecond account: a short window's few milliseconds are not rounded to ticks).
+pub fn cpu_time(pids: &[u32]) -> Duration {
+    let thread = |path: std::path::PathBuf| -> u64 {
+        let text = std::fs::read_to_string(path.join("schedstat")).unwrap_or_default();
+        text.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0)
+    };
+    let ns: u64 = pids
+        .iter()
+        .filter_map(|pid| std::fs::read_dir(format!("/proc/{pid}/task")).ok())
+        .flat_map(|tasks| tasks.flatten().map(|t| thread(t.path())))
+        .sum();
+    Duration::from_nanos(ns)
+}
+
 /// The pid on the first line of a server's pid file.
 fn server_pid(pid_file: &std::path::Path) -> Option<u32> {
     read(&pid_file.display().to_string()).lines().next()?.trim().parse().ok()
