@@ -178,6 +178,41 @@ fn a_variant_that_needs_its_own_process_takes_turns_with_the_others_from_it() {
     }
 }
 
+#[test]
+fn two_stored_studies_are_compared_ratio_by_ratio_with_the_noise_of_both() {
+    // 2 ms more busy-wait, then 4 ms more: the ratio moves far beyond two 3-block studies'
+    // noise; a study against itself moves by nothing.
+    let _turn = turn();
+    let dir = tempfile::tempdir().unwrap();
+    let study = |extra: &str, out: &str| -> String {
+        let f = write_study(
+            dir.path(),
+            &format!(
+                "name = \"gate\"\nblocks = {{ min = 3, max = 3 }}\ninterleave = \"100ms\"\n{SMALL}\n\
+                 [[variants]]\nname = \"base\"\nkind = \"delay\"\nper_transaction = \"4ms\"\n\
+                 [[variants]]\nname = \"slower\"\nkind = \"delay\"\nper_transaction = \"{extra}\"\n"
+            ),
+        );
+        ok(&["study", &f, "--out", dir.path().join(out).to_str().unwrap()]);
+        report(&dir.path().join(out))["study_id"].to_string()
+    };
+    let (a, b) = (study("6ms", "a"), study("8ms", "b"));
+    let o = dbvs(&["compare", "--studies", &a, &b, "--fail-if-moved"]);
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(text.contains("the two study files differ"), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.contains("ds2 / OPM") && l.contains("slower vs base"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains("moved") && !row.contains("within noise"), "{row}");
+    let o = dbvs(&["compare", "--studies", &a, &a, "--fail-if-moved"]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    assert!(stdout(&o).contains("+0.0% [") && stdout(&o).contains("0 of the ratios moved"), "{}", stdout(&o));
+    let o = dbvs(&["compare", "--studies", &a, "999999"]);
+    assert!(!o.status.success() && stderr(&o).lines().count() == 1, "{}", stderr(&o));
+}
+
 fn r_test(out: &std::path::Path) -> String {
     report(out)["comparisons"][0]["estimate"]["test"].as_str().unwrap_or_default().to_string()
 }

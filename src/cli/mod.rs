@@ -5,6 +5,7 @@ mod capacity;
 mod check;
 mod cipher;
 mod fileio;
+mod history;
 mod results;
 mod run;
 mod study;
@@ -47,7 +48,8 @@ enum Command {
     Results(results::ResultsCommand),
     /// Render a stored study's report in any format.
     Report(results::ReportArgs),
-    /// Compare two stored runs side by side (ad hoc A/B, no confidence interval).
+    /// Compare two stored runs side by side (ad hoc A/B, no confidence interval), or with
+    /// --studies two stored studies of one design (dates, machines, versions) with intervals.
     Compare(results::CompareArgs),
     /// Undo what killed dbvs processes left behind: unmount their encrypted layers, lock
     /// their fscrypt keys, delete their key files and work directories, stop their servers.

@@ -37,17 +37,24 @@ pub struct ReportArgs {
 
 #[derive(Args)]
 pub struct CompareArgs {
-    /// Run id of A (see 'dbvs results list --runs').
+    /// Run id of A (see 'dbvs results list --runs'), or study id with --studies.
     run_a: i64,
-    /// Run id of B.
+    /// Run id of B, or study id with --studies.
     run_b: i64,
+    /// Compare two studies (see 'dbvs results list'): the same study file run on two dates,
+    /// machines or dbvs versions; says which ratios moved beyond the noise.
+    #[arg(long)]
+    studies: bool,
+    /// With --studies: exit 1 when any ratio moved beyond the noise (a regression gate).
+    #[arg(long, requires = "studies")]
+    fail_if_moved: bool,
 }
 
-fn open() -> Result<Store> {
+pub(super) fn open() -> Result<Store> {
     Store::open(&store::default_path())
 }
 
-fn table(header: &[&str]) -> Table {
+pub(super) fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
     t.set_header(header.to_vec());
@@ -150,6 +157,9 @@ pub fn report(args: ReportArgs) -> Result<ExitCode> {
 }
 
 pub fn compare(args: CompareArgs) -> Result<ExitCode> {
+    if args.studies {
+        return super::history::compare_studies(args.run_a, args.run_b, args.fail_if_moved);
+    }
     let s = open()?;
     let load = |id: i64| -> Result<RunRecord> {
         let r = s.run(id)?;

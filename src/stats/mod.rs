@@ -4,10 +4,12 @@
 //! reference values.
 
 mod ratio;
+mod shift;
 mod verdict;
 mod wilcoxon;
 
 pub use ratio::{paired_ratio, RatioEstimate, Test};
+pub use shift::{mean_shift, ratio_shift, Shift};
 pub use verdict::{level, verdict, Rules, Verdict};
 pub use wilcoxon::{fewest_for_significance, signed_rank_p};
 
