@@ -179,6 +179,41 @@ fn a_variant_that_needs_its_own_process_takes_turns_with_the_others_from_it() {
 }
 
 #[test]
+fn a_study_compares_the_variant_pairs_its_file_names() {
+    // seed 003's headline is one encryptor against the other: here 6 ms of busy-wait
+    // against 5 ms, both beside a 4 ms baseline.
+    let _turn = turn();
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_study(
+        dir.path(),
+        &format!(
+            "name = \"pairs\"\nblocks = {{ min = 3, max = 3 }}\ninterleave = \"100ms\"\n\
+             compare = [[\"slower\", \"mid\"]]\n{SMALL}\n\
+             [[variants]]\nname = \"base\"\nkind = \"delay\"\nper_transaction = \"4ms\"\n\
+             [[variants]]\nname = \"mid\"\nkind = \"delay\"\nper_transaction = \"5ms\"\n\
+             [[variants]]\nname = \"slower\"\nkind = \"delay\"\nper_transaction = \"6ms\"\n"
+        ),
+    );
+    let out = dir.path().join("out");
+    ok(&["study", &f, "--out", out.to_str().unwrap()]);
+    let r = report(&out);
+    let pair = &r["measures"][0]["pairs"][0];
+    assert_eq!((pair["variant"].as_str(), pair["against"].as_str()), (Some("slower"), Some("mid")), "{pair}");
+    // One thread: cycles of 60 / OPM s; 1 ms more busy-wait is about 1/(cycle of mid) slower.
+    let ratio = pair["estimate"]["ratio"].as_f64().unwrap();
+    let mid_cycle = 60.0 / r["measures"][0]["summaries"][1][1]["mean"].as_f64().unwrap();
+    assert!((ratio - mid_cycle / (mid_cycle + 0.001)).abs() < 0.03, "{ratio} vs cycle {mid_cycle}");
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("Variant against variant") && md.contains("| slower | mid |"), "{md}");
+    let answer = md.lines().find(|l| l.starts_with("- slower:")).unwrap_or_default();
+    assert!(answer.contains("Against mid: "), "{answer}");
+    // A pair must name two variants, neither the baseline.
+    let bad = write_study(dir.path(), &std::fs::read_to_string(&f).unwrap().replace("\"mid\"]]", "\"base\"]]"));
+    let o = dbvs(&["study", &bad]);
+    assert!(!o.status.success() && stderr(&o).contains("compare:") && stderr(&o).contains("line 4"), "{}", stderr(&o));
+}
+
+#[test]
 fn two_stored_studies_are_compared_ratio_by_ratio_with_the_noise_of_both() {
     // 2 ms more busy-wait, then 4 ms more: the ratio moves far beyond two 3-block studies'
     // noise; a study against itself moves by nothing.

@@ -65,8 +65,8 @@ fn ratio_rows(a: &StudyReport, b: &StudyReport, confidence: f64) -> (Vec<Vec<Str
     let (mut rows, mut moved, mut missing) = (vec![], 0, vec![]);
     for ma in &a.measures {
         let mb = b.measures.iter().find(|m| m.measure.key() == ma.measure.key());
-        for ca in ma.comparisons.iter().chain(&ma.controls) {
-            let cb = mb.and_then(|mb| both(mb).find(|c| c.variant == ca.variant && c.against == ca.against));
+        for ca in every(ma) {
+            let cb = mb.and_then(|mb| every(mb).find(|c| c.variant == ca.variant && c.against == ca.against));
             let Some(cb) = cb else {
                 missing.push(format!("{} {}", label(ca, &a.baseline), ma.measure.key()));
                 continue;
@@ -81,8 +81,8 @@ fn ratio_rows(a: &StudyReport, b: &StudyReport, confidence: f64) -> (Vec<Vec<Str
     (rows, moved, missing)
 }
 
-fn both(m: &MeasureReport) -> impl Iterator<Item = &Comparison> {
-    m.comparisons.iter().chain(&m.controls)
+fn every(m: &MeasureReport) -> impl Iterator<Item = &Comparison> {
+    m.comparisons.iter().chain(&m.controls).chain(&m.pairs)
 }
 
 /// Every variant's mean of every measure that both studies have.

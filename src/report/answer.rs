@@ -53,6 +53,16 @@ pub fn lines(r: &StudyReport) -> Vec<String> {
                     k.verdict.word()
                 );
             }
+            let headline_pairs = r.measures.first().map_or(&[][..], |m| m.pairs.as_slice());
+            for p in headline_pairs.iter().filter(|p| p.variant == *name) {
+                line += &format!(
+                    ". Against {}: {} {}: {}",
+                    p.against.as_deref().unwrap_or_default(),
+                    moved(p.estimate.ratio),
+                    interval(p),
+                    p.verdict.word()
+                );
+            }
             line
         })
         .collect()
@@ -65,12 +75,13 @@ pub struct Row {
     pub ci: (f64, f64),
 }
 
-/// Every comparison of every measure, with the baseline and with controls.
+/// Every comparison of every measure: with the baseline, with controls, and the pairs the
+/// study file names.
 pub fn rows(r: &StudyReport) -> Vec<Row> {
     let several = r.measures.len() > 1;
     let mut rows = Vec::new();
     for m in &r.measures {
-        for c in m.comparisons.iter().chain(&m.controls) {
+        for c in m.comparisons.iter().chain(&m.controls).chain(&m.pairs) {
             let against = c.against.as_deref().unwrap_or(&r.baseline);
             let mut label = format!("{} vs {against}", c.variant);
             if several {

@@ -83,7 +83,7 @@ pub fn forest(r: &StudyReport) -> Result<String> {
         let label_width = rows.iter().map(|x| x.label.len()).max().unwrap_or(10).clamp(10, 48) as u32 * 7;
         let mut chart = ChartBuilder::on(&root)
             .caption(
-                format!("change vs baseline and controls, 95% CI; band: +-{band:.1}% threshold"),
+                format!("change vs baseline, controls and pairs, 95% CI; band: +-{band:.1}% threshold"),
                 ("sans-serif", 18),
             )
             .margin(12)

@@ -60,9 +60,8 @@ pub fn render(r: &StudyReport) -> Result<String> {
     }
     let _ = writeln!(out, "</ul>\n<div class=\"chart\">{}</div>", charts::forest(r)?);
     table(&mut out, &tables::changes(r));
-    let controls = tables::controls(r);
-    if !controls.rows.is_empty() {
-        table(&mut out, &controls);
+    for t in [tables::controls(r), tables::pairs(r)].iter().filter(|t| !t.rows.is_empty()) {
+        table(&mut out, t);
     }
     table(&mut out, &tables::stacks(r));
     table(&mut out, &tables::means(r));

@@ -35,7 +35,7 @@ pub fn render(r: &StudyReport) -> String {
         let _ = writeln!(out, "- {line}");
     }
     let mut list = vec![tables::changes(r)];
-    list.extend(Some(tables::controls(r)).filter(|t| !t.rows.is_empty()));
+    list.extend([tables::controls(r), tables::pairs(r)].into_iter().filter(|t| !t.rows.is_empty()));
     list.extend([tables::stacks(r), tables::means(r), tables::verdicts(r), tables::per_run(r)]);
     list.extend(Some(tables::instances(r)).filter(|t| !t.rows.is_empty()));
     list.extend([tables::latency(r), tables::machine(r), tables::disks(r), tables::canary(r), tables::sut(r)]);

@@ -134,6 +134,9 @@ pub struct MeasureReport {
     pub comparisons: Vec<Comparison>,
     #[serde(default)]
     pub controls: Vec<Comparison>,
+    /// Variant against variant, as the study file's `compare` asks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pairs: Vec<Comparison>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -318,6 +321,7 @@ pub(crate) mod sample {
                     estimate: est,
                 }],
                 controls: vec![control],
+                pairs: vec![],
             }],
             runs: (0..6)
                 .flat_map(|b| {

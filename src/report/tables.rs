@@ -141,11 +141,31 @@ pub fn stacks(r: &StudyReport) -> Table {
 /// Each variant against its control, which differs from it in the encryption layer only:
 /// the cost of the encryption itself, without the storage or FUSE layer it needs.
 pub fn controls(r: &StudyReport) -> Table {
+    against_others(
+        r,
+        |m| &m.controls,
+        "Changes vs each variant's control (the same stack without the encryption)",
+        "control",
+    )
+}
+
+/// The variant pairs the study file names (`compare`), e.g. one encryptor against another.
+pub fn pairs(r: &StudyReport) -> Table {
+    against_others(r, |m| &m.pairs, "Variant against variant (the study's compare pairs)", "against")
+}
+
+/// Comparisons with other variants than the baseline, one row per measure.
+fn against_others(
+    r: &StudyReport,
+    pick: fn(&super::MeasureReport) -> &Vec<super::Comparison>,
+    title: &str,
+    other: &str,
+) -> Table {
     let rows = r
         .measures
         .iter()
         .flat_map(|m| {
-            m.controls.iter().map(move |c| {
+            pick(m).iter().map(move |c| {
                 let e = &c.estimate;
                 vec![
                     m.measure.workload.clone(),
@@ -160,8 +180,8 @@ pub fn controls(r: &StudyReport) -> Table {
         })
         .collect();
     Table {
-        title: "Changes vs each variant's control (the same stack without the encryption)".into(),
-        header: ["workload", "measure", "variant", "control", "change [95% CI]", "verdict", "noise"]
+        title: title.into(),
+        header: ["workload", "measure", "variant", other, "change [95% CI]", "verdict", "noise"]
             .map(String::from)
             .to_vec(),
         rows,

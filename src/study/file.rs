@@ -42,14 +42,19 @@ pub struct StudyFile {
     /// With a power source, idle power is read this long before each run's load.
     #[serde(default = "default_idle_power", deserialize_with = "duration")]
     pub idle_power: Duration,
-    /// Measure the variants that can share a process in one run per block, taking turns
-    /// in slices this long (e.g. "250ms"), so they share the machine's noise. Variants with
-    /// limits or AES-NI masked, and the first block (which scans for plaintext), run alone.
+    /// Measure the variants in one run per block, taking turns in slices this long (e.g.
+    /// "250ms"), so they share the machine's noise. Variants with limits or AES-NI masked
+    /// take their turns from processes of their own (see `run::start`).
     #[serde(default, deserialize_with = "optional_duration")]
     pub interleave: Option<Duration>,
     /// When a change is called: `verdict = { confidence = 0.95, threshold = 0.01 }`.
     #[serde(default)]
     pub verdict: crate::stats::Rules,
+    /// Pairs of variants to compare beside each with the baseline and its control, e.g.
+    /// `compare = [["tde", "nle"]]` (seed 003's headline: one encryptor against the other);
+    /// the first of a pair is measured against the second.
+    #[serde(default)]
+    pub compare: Vec<(String, String)>,
     /// Add each encrypted variant's control (its stack without the encryption) when the
     /// study lacks it (see `study::controls`).
     #[serde(default = "yes")]
@@ -198,7 +203,7 @@ impl WorkloadConfig {
 
     /// The entry as the workloads a study compares: one per part the workload names
     /// (bignw: per benchmark), else itself.
-    fn split(self) -> Vec<WorkloadConfig> {
+    pub(crate) fn split(self) -> Vec<WorkloadConfig> {
         let parts = self.kind().map(|k| k.as_driven().map(|w| w.parts()).unwrap_or_default()).unwrap_or_default();
         if parts.is_empty() {
             return vec![self];
@@ -284,6 +289,7 @@ impl StudyFile {
             idle_power: default_idle_power(),
             interleave: None,
             verdict: Default::default(),
+            compare: vec![],
             controls: false,
             warnings: vec![],
         }
@@ -361,6 +367,17 @@ impl StudyFile {
                     at(&format!("\"{}\"", v.name)),
                     v.name
                 );
+            }
+        }
+        for (a, b) in &self.compare {
+            let at = at("compare");
+            for name in [a, b] {
+                if !self.variants.iter().any(|v| v.name == *name) {
+                    bail!("{at}compare: no variant is called '{name}'");
+                }
+            }
+            if a == b || [a, b].contains(&&self.variants[0].name) {
+                bail!("{at}compare: '{a}' against '{b}': pair two different variants other than the baseline, which every variant is compared with already");
             }
         }
         if self.blocks.min < 2 || self.blocks.min > self.blocks.max {

@@ -120,8 +120,11 @@ fn run_blocks(
     let workloads = calibrate(&ctx, &active[0], &study.workloads)?;
     let per_workload: Vec<Vec<measures::Measure>> =
         workloads.iter().map(|w| measures::of(w, study.seed, study.target.engine)).collect::<Result<_>>()?;
-    let all_measures: Vec<measures::Measure> = per_workload.concat();
-    let (mut rows, first) = resume::preload(&mut active, &all_measures, stored);
+    let suites = measures::suites(&workloads, study.seed)?;
+    let (mut rows, first) = resume::preload(&mut active, &per_workload.concat(), stored);
+    let all_measures: Vec<measures::Measure> =
+        per_workload.concat().into_iter().chain(suites.iter().map(|s| s.measure.clone())).collect();
+    fill_suites(&mut active, &suites);
     if first > 0 {
         eprintln!("resuming study {id} at block {} (blocks 1-{first} are in the store)", first + 1);
     }
@@ -184,6 +187,7 @@ fn run_blocks(
             }
         }
         block_times.push(t.elapsed().as_secs_f64());
+        fill_suites(&mut active, &suites);
         if interrupt::interrupted() {
             status = (Status::Interrupted, None);
             stop_reason = format!("interrupted during block {}", block + 1);
@@ -198,7 +202,7 @@ fn run_blocks(
             stop_reason = "stopped: the baseline cannot run".into();
             break;
         }
-        let widths = summary::half_widths(&active, &all_measures, study.seed, &study.verdict);
+        let widths = summary::half_widths(&active, &all_measures, &study.compare, study.seed, &study.verdict);
         eprintln!(
             "block {} done in {:.0} s; {}",
             block + 1,
@@ -247,6 +251,16 @@ fn run_blocks(
     report::write_all(&report, &out_dir)?;
     drop(active);
     Ok(Outcome { report, out_dir })
+}
+
+/// Each suite's per-block values, from its members' so far.
+fn fill_suites(active: &mut [Active], suites: &[measures::Suite]) {
+    for a in active {
+        for s in suites {
+            let values = s.values(&a.values);
+            a.values.insert(s.measure.key(), values);
+        }
+    }
 }
 
 /// The directory variants set themselves up in, under the output directory: removed at

@@ -34,30 +34,56 @@ fn estimate(base: &Active, a: &Active, key: &str, seed: u64, rules: &Rules) -> O
     (b.len() >= 2).then(|| paired_ratio(&b, &v, seed, rules.confidence))
 }
 
-/// Every comparison a study makes: each variant with the baseline, and each with its
-/// control where that is another variant (`None` for the baseline).
-fn pairings(active: &[Active]) -> Vec<(usize, Option<usize>)> {
-    let with_baseline = (1..active.len()).map(|i| (i, None));
+/// What a variant is compared with.
+#[derive(Clone, Copy, PartialEq)]
+enum Against {
+    Baseline,
+    /// Its control (the same stack without the encryption), another variant.
+    Control(usize),
+    /// Another variant, as the study file's `compare` asks.
+    Pair(usize),
+}
+
+impl Against {
+    fn other(self) -> Option<usize> {
+        match self {
+            Against::Baseline => None,
+            Against::Control(c) | Against::Pair(c) => Some(c),
+        }
+    }
+}
+
+/// Every comparison a study makes: each variant with the baseline, each with its control
+/// where that is another variant, and the pairs the study file names.
+fn pairings(active: &[Active], pairs: &[(String, String)]) -> Vec<(usize, Against)> {
+    let index = |name: &str| active.iter().position(|a| a.cfg.name == name);
+    let with_baseline = (1..active.len()).map(|i| (i, Against::Baseline));
     let with_control = (1..active.len()).filter_map(|i| {
-        let control = active[i].cfg.control.as_deref()?;
-        let c = active.iter().position(|a| a.cfg.name == control)?;
-        (c != 0 && c != i).then_some((i, Some(c)))
+        let c = index(active[i].cfg.control.as_deref()?)?;
+        (c != 0 && c != i).then_some((i, Against::Control(c)))
     });
-    with_baseline.chain(with_control).collect()
+    let named = pairs.iter().filter_map(|(a, b)| Some((index(a)?, Against::Pair(index(b)?))));
+    with_baseline.chain(with_control).chain(named).collect()
 }
 
 /// Current relative CI half-width of every comparison still running.
-pub(super) fn half_widths(active: &[Active], measures: &[Measure], seed: u64, rules: &Rules) -> Vec<(String, f64)> {
+pub(super) fn half_widths(
+    active: &[Active],
+    measures: &[Measure],
+    pairs: &[(String, String)],
+    seed: u64,
+    rules: &Rules,
+) -> Vec<(String, f64)> {
     let many = measures.len() > 1;
-    pairings(active)
+    pairings(active, pairs)
         .into_iter()
-        .filter(|&(i, c)| active[i].failed.is_none() && c.is_none_or(|c| active[c].failed.is_none()))
+        .filter(|&(i, c)| active[i].failed.is_none() && c.other().is_none_or(|c| active[c].failed.is_none()))
         .flat_map(|(i, c)| {
             let a = &active[i];
-            let reference = &active[c.unwrap_or(0)];
+            let reference = &active[c.other().unwrap_or(0)];
             measures.iter().map(move |m| {
                 let mut name = a.cfg.name.clone();
-                if c.is_some() {
+                if c != Against::Baseline {
                     name = format!("{name} vs {}", reference.cfg.name);
                 }
                 if many {
@@ -69,8 +95,14 @@ pub(super) fn half_widths(active: &[Active], measures: &[Measure], seed: u64, ru
         .collect()
 }
 
-/// Every measure's per-variant summaries and comparisons with the baseline.
-fn measure_reports(active: &[Active], measures: &[Measure], seed: u64, rules: &Rules) -> Vec<MeasureReport> {
+/// Every measure's per-variant summaries and comparisons.
+fn measure_reports(
+    active: &[Active],
+    measures: &[Measure],
+    pairs: &[(String, String)],
+    seed: u64,
+    rules: &Rules,
+) -> Vec<MeasureReport> {
     measures
         .iter()
         .map(|m| {
@@ -82,21 +114,25 @@ fn measure_reports(active: &[Active], measures: &[Measure], seed: u64, rules: &R
                     (!done.is_empty()).then(|| (a.cfg.name.clone(), summarize(&done)))
                 })
                 .collect();
-            let (comparisons, controls) = pairings(active)
-                .into_iter()
-                .filter_map(|(i, c)| {
-                    let a = &active[i];
-                    let reference = &active[c.unwrap_or(0)];
-                    let e = estimate(reference, a, &key, seed, rules)?;
-                    Some(Comparison {
-                        variant: a.cfg.name.clone(),
-                        against: c.map(|_| reference.cfg.name.clone()),
-                        verdict: verdict(&e, m.higher_is_better, rules),
-                        estimate: e,
-                    })
-                })
-                .partition(|c| c.against.is_none());
-            MeasureReport { measure: m.clone(), summaries, comparisons, controls }
+            let mut report =
+                MeasureReport { measure: m.clone(), summaries, comparisons: vec![], controls: vec![], pairs: vec![] };
+            for (i, c) in pairings(active, pairs) {
+                let a = &active[i];
+                let reference = &active[c.other().unwrap_or(0)];
+                let Some(e) = estimate(reference, a, &key, seed, rules) else { continue };
+                let comparison = Comparison {
+                    variant: a.cfg.name.clone(),
+                    against: c.other().map(|_| reference.cfg.name.clone()),
+                    verdict: verdict(&e, m.higher_is_better, rules),
+                    estimate: e,
+                };
+                match c {
+                    Against::Baseline => report.comparisons.push(comparison),
+                    Against::Control(_) => report.controls.push(comparison),
+                    Against::Pair(_) => report.pairs.push(comparison),
+                }
+            }
+            report
         })
         .collect()
 }
@@ -225,7 +261,7 @@ fn series(records: &[&RunRecord]) -> Vec<(f64, f64)> {
 
 pub(super) fn build(i: Inputs) -> StudyReport {
     let base = &i.active[0];
-    let measures = measure_reports(i.active, i.measures, i.study.seed, &i.study.verdict);
+    let measures = measure_reports(i.active, i.measures, &i.study.compare, i.study.seed, &i.study.verdict);
     let headline = &measures[0];
     let key = headline.measure.key();
     let mut variants: Vec<VariantReport> = i
