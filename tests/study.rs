@@ -100,6 +100,8 @@ fn an_injected_slowdown_is_detected_with_a_ci_around_the_true_ratio() {
     }
     // The engine runs in the workers' threads, so their CPU per order is compared too: the
     // 2 ms more of busy-wait is CPU (less whatever the hypervisor stole mid-spin).
+    // Interleaved, the variants share the machine: its CPU busy % is nobody's own.
+    assert!(!r["measures"].to_string().contains("system CPU busy %"));
     let cpu = r["measures"].as_array().unwrap().iter().find(|m| m["measure"]["name"] == "in-process CPU per unit");
     let cpu = cpu.unwrap_or_else(|| panic!("no CPU measure in {}", r["measures"]));
     let mean = |i: usize| cpu["summaries"][i][1]["mean"].as_f64().unwrap();
@@ -295,6 +297,17 @@ fn encryption_study_scans_for_plaintext_stores_runs_and_reports() {
     assert!(skipped["reason"].as_str().unwrap().contains("mariadb engine only"), "{skipped}");
     assert_eq!(r["comparisons"].as_array().unwrap().len(), 6);
     assert_eq!(r["controls"].as_array().unwrap().len(), 2);
+    // Each variant ran alone, so the machine's CPU busy % is its own and is compared too; a
+    // power source none of the runs had is left out rather than reported empty.
+    let measure = |name: &str| r["measures"].as_array().unwrap().iter().find(|m| m["measure"]["name"] == name).cloned();
+    let cpu = measure("system CPU busy %").unwrap_or_else(|| panic!("{}", r["measures"]));
+    assert_eq!(cpu["comparisons"].as_array().unwrap().len(), 6, "{cpu}");
+    for (_, s) in cpu["summaries"].as_array().unwrap().iter().map(|p| (&p[0], &p[1])) {
+        assert!((1.0..=100.0).contains(&s["mean"].as_f64().unwrap()), "{s}");
+    }
+    if let Some(power) = measure("power") {
+        assert!(!power["summaries"].as_array().unwrap().is_empty(), "{power}");
+    }
     for ext in ["html", "md", "csv", "json"] {
         assert!(out.join(format!("report.{ext}")).is_file());
     }

@@ -188,6 +188,14 @@ fn against_others(
     }
 }
 
+/// A change of a percentage (CPU busy) in points, as seed 000 stated it ("+2.3 CPU
+/// points"): the baseline's mean times the ratio's change and CI (approximate: the
+/// baseline's own uncertainty is left out).
+fn points(base_mean: f64, e: &crate::stats::RatioEstimate) -> String {
+    let p = |r: f64| base_mean * (r - 1.0);
+    format!(" (~{:+.1} points [{:+.1}, {:+.1}])", p(e.ratio), p(e.ci.0), p(e.ci.1))
+}
+
 /// Seed 002's table shape: one row per measure (a TPC-C profile's throughput, a batch
 /// statement's latency), the baseline's mean, and each variant's change with its 95% CI
 /// and verdict. Latency changes are positive when the variant is slower.
@@ -212,12 +220,10 @@ pub fn changes(r: &StudyReport) -> Table {
                 base.map_or("-".into(), |s| format!("{} {}", number(s.mean), m.measure.unit)),
             ];
             for v in &others {
-                row.push(
-                    m.comparisons
-                        .iter()
-                        .find(|c| c.variant == *v)
-                        .map_or("-".into(), |c| format!("{} {}", change(&c.estimate), c.verdict.word())),
-                );
+                row.push(m.comparisons.iter().find(|c| c.variant == *v).map_or("-".into(), |c| {
+                    let points = base.filter(|_| m.measure.unit == "%").map(|b| points(b.mean, &c.estimate));
+                    format!("{}{} {}", change(&c.estimate), points.unwrap_or_default(), c.verdict.word())
+                }));
             }
             row
         })

@@ -229,7 +229,10 @@ impl SetUp {
         // Work per watt only for throughputs (OPM/W, TPS/W); a suite time per watt means nothing.
         let headline = record.headline.clone();
         let total = headline.value.filter(|_| headline.higher_is_better);
-        record.telemetry = Some(sampler.finish(total.map(|v| (v, headline.name.as_str()))));
+        let telemetry = sampler.finish(total.map(|v| (v, headline.name.as_str())));
+        let power = spec.telemetry.power != crate::telemetry::power::PowerSpec::None;
+        record.measures.extend(crate::telemetry::Telemetry::measures(Some(&telemetry), power));
+        record.telemetry = Some(telemetry);
         if let Some(l) = &spec.db.limits {
             let usage = crate::sys::cgroup::Usage::read(groups).since(&limits_before);
             record.limits = Some(crate::record::LimitsRecord { applied_to: l.applies_to.describe().into(), usage });

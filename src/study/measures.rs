@@ -9,18 +9,37 @@ use crate::targets::Engine;
 use anyhow::Result;
 use std::collections::BTreeMap;
 
+/// What a study measures beside the workloads.
+#[derive(Clone, Copy)]
+pub struct Setting {
+    pub engine: Engine,
+    /// The variants' runs of this workload have the machine to themselves (not interleaved).
+    pub alone: bool,
+    /// The study reads a power source.
+    pub power: bool,
+}
+
 /// The measures of one workload, in the order the workload declares them, then what the
-/// run engine measures itself on `engine` (see [`crate::run::cost_measures`]).
-pub fn of(w: &WorkloadConfig, seed: u64, engine: Engine) -> Result<Vec<Measure>> {
+/// run engine measures itself (see [`crate::run::cost_measures`]) and, when the runs are
+/// alone, the machine's figures (see [`crate::telemetry::Telemetry::measures`]).
+pub fn of(w: &WorkloadConfig, seed: u64, setting: Setting) -> Result<Vec<Measure>> {
     let kind = w.args(seed).kind()?;
     let limited = w.memory.is_some();
     // A study's PostgreSQL and MariaDB are servers dbvs manages.
-    let server = engine != Engine::Sqlite;
-    let own = kind.as_driven().map(|d| crate::run::cost_measures(engine, d, None, server, limited)).unwrap_or_default();
+    let server = setting.engine != Engine::Sqlite;
+    let own = kind
+        .as_driven()
+        .map(|d| crate::run::cost_measures(setting.engine, d, None, server, limited))
+        .unwrap_or_default();
+    let machine = match kind.as_driven().is_some() && setting.alone {
+        true => crate::telemetry::Telemetry::measures(None, setting.power),
+        false => vec![],
+    };
     Ok(kind
         .measures()
         .into_iter()
         .chain(own)
+        .chain(machine)
         .map(|m| Measure { workload: w.label(), name: m.name, unit: m.unit, higher_is_better: m.higher_is_better })
         .collect())
 }
@@ -123,29 +142,52 @@ mod tests {
         assert_eq!(suites(&[batch], 1).unwrap()[0].measure.key(), "batch / geometric mean of 5");
     }
 
+    fn interleaved(engine: Engine) -> Setting {
+        Setting { engine, alone: false, power: false }
+    }
+
+    #[test]
+    fn runs_alone_also_compare_the_machines_cpu_and_with_a_power_source_its_power() {
+        let w: WorkloadConfig = toml::from_str("name = 'tpcb'").unwrap();
+        let names = |alone, power| {
+            of(&w, 1, Setting { engine: Engine::Postgres, alone, power })
+                .unwrap()
+                .into_iter()
+                .map(|m| m.name)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(false, true), ["TPS", "server CPU per unit"]);
+        assert_eq!(names(true, false), ["TPS", "server CPU per unit", "system CPU busy %"]);
+        assert_eq!(names(true, true), ["TPS", "server CPU per unit", "system CPU busy %", "power", "work per watt"]);
+    }
+
     #[test]
     fn batch_compares_latencies_and_tpcc_throughput() {
         let w: WorkloadConfig = toml::from_str("name = 'batch'").unwrap();
-        let m = of(&w, 1, Engine::Postgres).unwrap();
+        let m = of(&w, 1, interleaved(Engine::Postgres)).unwrap();
         assert_eq!(
             m.iter().map(|m| m.name.as_str()).collect::<Vec<_>>(),
             ["q1 latency", "q2 latency", "q3 latency", "q4 latency", "q5 latency"]
         );
         assert!(!m[0].higher_is_better);
         let w: WorkloadConfig = toml::from_str("name = 'tpcc'\nprofile = 'update'").unwrap();
-        let m = of(&w, 1, Engine::Postgres).unwrap();
+        let m = of(&w, 1, interleaved(Engine::Postgres)).unwrap();
         assert_eq!((m[0].key(), m[0].higher_is_better), ("tpcc hammerora-update / TPM".to_string(), true));
         let w: WorkloadConfig = toml::from_str("name = 'fileio'").unwrap();
-        assert_eq!(of(&w, 1, Engine::Postgres).unwrap()[1].name, "read time");
+        assert_eq!(of(&w, 1, interleaved(Engine::Postgres)).unwrap()[1].name, "read time");
     }
 
     #[test]
     fn a_throughput_workload_also_compares_the_engines_cpu_per_unit() {
         let w: WorkloadConfig = toml::from_str("name = 'ds2'").unwrap();
-        let names = |e| of(&w, 1, e).unwrap().into_iter().map(|m| m.name).collect::<Vec<_>>();
+        let names = |e| of(&w, 1, interleaved(e)).unwrap().into_iter().map(|m| m.name).collect::<Vec<_>>();
         assert_eq!(names(Engine::Sqlite), ["OPM", "in-process CPU per unit"]);
         assert_eq!(names(Engine::Mariadb), ["OPM", "server CPU per unit"]);
         let batch: WorkloadConfig = toml::from_str("name = 'batch'").unwrap();
-        assert_eq!(of(&batch, 1, Engine::Sqlite).unwrap().len(), 5, "a suite's statements are timed already");
+        assert_eq!(
+            of(&batch, 1, interleaved(Engine::Sqlite)).unwrap().len(),
+            5,
+            "a suite's statements are timed already"
+        );
     }
 }

@@ -119,7 +119,7 @@ fn run_blocks(
 
     let workloads = calibrate(&ctx, &active[0], &study.workloads)?;
     let per_workload: Vec<Vec<measures::Measure>> =
-        workloads.iter().map(|w| measures::of(w, study.seed, study.target.engine)).collect::<Result<_>>()?;
+        workloads.iter().map(|w| measures::of(w, study.seed, setting(study, w))).collect::<Result<_>>()?;
     let suites = measures::suites(&workloads, study.seed)?;
     let (mut rows, first) = resume::preload(&mut active, &per_workload.concat(), stored);
     let all_measures: Vec<measures::Measure> =
@@ -251,6 +251,18 @@ fn run_blocks(
     report::write_all(&report, &out_dir)?;
     drop(active);
     Ok(Outcome { report, out_dir })
+}
+
+/// What the study measures of `w` beside its own measures.
+fn setting(study: &StudyFile, w: &file::WorkloadConfig) -> measures::Setting {
+    measures::Setting {
+        engine: study.target.engine,
+        alone: study.interleave.is_none() || !w.interleaves(),
+        power: study
+            .power
+            .parse::<crate::telemetry::power::PowerSpec>()
+            .is_ok_and(|p| p != crate::telemetry::power::PowerSpec::None),
+    }
 }
 
 /// Each suite's per-block values, from its members' so far.

@@ -66,6 +66,14 @@ fn pairings(active: &[Active], pairs: &[(String, String)]) -> Vec<(usize, Agains
     with_baseline.chain(with_control).chain(named).collect()
 }
 
+/// A measure the runs do not give (power without a meter): the baseline has values of
+/// its workload's first measure, none of this one.
+fn silent(active: &[Active], measures: &[Measure], m: &Measure) -> bool {
+    let first = measures.iter().find(|x| x.workload == m.workload).unwrap_or(m);
+    let any = |key: &str| values(&active[0], key).iter().any(Option::is_some);
+    any(&first.key()) && !any(&m.key())
+}
+
 /// Current relative CI half-width of every comparison still running.
 pub(super) fn half_widths(
     active: &[Active],
@@ -75,6 +83,7 @@ pub(super) fn half_widths(
     rules: &Rules,
 ) -> Vec<(String, f64)> {
     let many = measures.len() > 1;
+    let measures: Vec<&Measure> = measures.iter().filter(|m| !silent(active, measures, m)).collect();
     pairings(active, pairs)
         .into_iter()
         .filter(|&(i, c)| active[i].failed.is_none() && c.other().is_none_or(|c| active[c].failed.is_none()))
@@ -261,7 +270,8 @@ fn series(records: &[&RunRecord]) -> Vec<(f64, f64)> {
 
 pub(super) fn build(i: Inputs) -> StudyReport {
     let base = &i.active[0];
-    let measures = measure_reports(i.active, i.measures, &i.study.compare, i.study.seed, &i.study.verdict);
+    let given: Vec<Measure> = i.measures.iter().filter(|m| !silent(i.active, i.measures, m)).cloned().collect();
+    let measures = measure_reports(i.active, &given, &i.study.compare, i.study.seed, &i.study.verdict);
     let headline = &measures[0];
     let key = headline.measure.key();
     let mut variants: Vec<VariantReport> = i

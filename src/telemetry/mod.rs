@@ -88,6 +88,30 @@ pub struct Telemetry {
     pub sampler_cpu_pct: f64,
 }
 
+impl Telemetry {
+    /// The machine's figures as measures a study can pair when each variant has the
+    /// machine to itself (runs alone, not interleaved, where the machine is shared): the
+    /// system's CPU busy % over the window (seed 000's CPU), and with a power source
+    /// (`power`) the window's watts and work per watt (seed 001). Declared, without
+    /// values, when there is no telemetry.
+    pub fn measures(t: Option<&Self>, power: bool) -> Vec<crate::measure::Measure> {
+        use crate::measure::Measure;
+        let window = t.and_then(|t| t.window.as_ref());
+        let mut out = vec![Measure::lower("system CPU busy %", "%", window.map(|w| w.cpu_busy_pct))];
+        if power {
+            let p = t.map(|t| &t.power);
+            out.push(Measure::lower("power", "W", p.and_then(|p| p.window_w)));
+            out.push(Measure {
+                name: "work per watt".into(),
+                unit: "per W".into(),
+                higher_is_better: true,
+                value: p.and_then(|p| p.per_watt),
+            });
+        }
+        out
+    }
+}
+
 /// Raw counters at one instant.
 struct Reading {
     at: Instant,
