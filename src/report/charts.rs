@@ -1,6 +1,6 @@
 //! Inline SVG charts, drawn with plotters so reports need no network or script.
 
-use super::StudyReport;
+use super::{MeasureReport, StudyReport};
 use anyhow::Result;
 use plotters::prelude::*;
 
@@ -17,30 +17,32 @@ fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow::anyhow!("drawing a chart: {e:?}")
 }
 
-/// Mean metric per variant with its 95% CI as whiskers.
-pub fn means_with_ci(r: &StudyReport) -> Result<String> {
-    let ran: Vec<_> = r.variants.iter().filter_map(|v| v.summary.as_ref().map(|s| (v.info.name.clone(), s))).collect();
+/// One measure's mean per variant with its CI as whiskers (every measure gets one: a
+/// statement's latency, a benchmark's time, CPU per unit, power).
+pub fn means_with_ci(m: &MeasureReport) -> Result<String> {
+    let ran: Vec<(&String, &crate::stats::Summary)> = m.summaries.iter().map(|(n, s)| (n, s)).collect();
+    let unit = if m.measure.unit.is_empty() { String::new() } else { format!(" ({})", m.measure.unit) };
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (720, 360)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (480, 280)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let top = ran.iter().map(|(_, s)| s.ci.1).fold(0.0, f64::max) * 1.1 + 1.0;
+        let top = ran.iter().map(|(_, s)| s.ci.1).fold(0.0, f64::max) * 1.15;
+        let top = if top > 0.0 { top } else { 1.0 };
         let mut chart = ChartBuilder::on(&root)
-            .caption(format!("mean {} per variant, 95% CI", r.metric.to_uppercase()), ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(70)
+            .caption(format!("{}{unit}: mean, 95% CI", m.measure.key()), ("sans-serif", 14))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(60)
             .build_cartesian_2d((0..ran.len().saturating_sub(1)).into_segmented(), 0.0..top)
             .map_err(err)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
             .x_label_formatter(&|x| match x {
-                SegmentValue::CenterOf(i) => ran.get(*i).map_or(String::new(), |(n, _)| n.clone()),
+                SegmentValue::CenterOf(i) => ran.get(*i).map_or(String::new(), |(n, _)| n.to_string()),
                 _ => String::new(),
             })
-            .y_label_formatter(&|y| format!("{y:.0}"))
-            .y_desc(r.metric.to_uppercase())
+            .y_label_formatter(&|y| super::tables::number(*y))
             .draw()
             .map_err(err)?;
         for (i, (_, s)) in ran.iter().enumerate() {
@@ -58,7 +60,7 @@ pub fn means_with_ci(r: &StudyReport) -> Result<String> {
                     s.mean,
                     s.ci.1,
                     BLACK.stroke_width(2),
-                    16,
+                    12,
                 )))
                 .map_err(err)?;
         }
@@ -230,7 +232,8 @@ mod tests {
     #[test]
     fn charts_are_svg_with_the_variant_names() {
         let r = super::super::sample::report();
-        let charts = [forest(&r).unwrap(), means_with_ci(&r).unwrap(), over_time(&r).unwrap(), latency(&r).unwrap()];
+        let charts =
+            [forest(&r).unwrap(), means_with_ci(&r.measures[0]).unwrap(), over_time(&r).unwrap(), latency(&r).unwrap()];
         for svg in charts {
             assert!(svg.starts_with("<svg") && svg.contains("sqlcipher"), "{}", &svg[..200.min(svg.len())]);
         }

@@ -26,7 +26,7 @@ pub fn table(out: &mut String, t: &tables::Table) {
 
 const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}\
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:4px 8px;text-align:right}\
-td:first-child,th:first-child{text-align:left}th{background:#eee}.chart{margin:1em 0}\
+td:first-child,th:first-child{text-align:left}th{background:#eee}.chart{margin:1em 0}.charts{display:flex;flex-wrap:wrap;gap:0 1em}\
 .status{font-size:1.1em}pre{background:#f6f6f6;padding:1em;overflow:auto}";
 
 /// Opens a self-contained page (every dbvs HTML report shares this head and style); the
@@ -66,9 +66,12 @@ pub fn render(r: &StudyReport) -> Result<String> {
     table(&mut out, &tables::stacks(r));
     table(&mut out, &tables::means(r));
     table(&mut out, &tables::verdicts(r));
-    for svg in [charts::means_with_ci(r)?, charts::over_time(r)?] {
-        let _ = writeln!(out, "<div class=\"chart\">{svg}</div>");
+    // A chart per measure, side by side where the page is wide enough.
+    let _ = writeln!(out, "<div class=\"charts\">");
+    for m in &r.measures {
+        let _ = writeln!(out, "<div class=\"chart\">{}</div>", charts::means_with_ci(m)?);
     }
+    let _ = writeln!(out, "</div>\n<div class=\"chart\">{}</div>", charts::over_time(r)?);
     table(&mut out, &tables::per_run(r));
     if r.variants.iter().any(|v| !v.per_instance.is_empty()) {
         table(&mut out, &tables::instances(r));
