@@ -47,8 +47,19 @@ pub struct InstanceRow {
     pub metrics: serde_json::Value,
 }
 
+/// The version of the run record's JSON (and of a study's report.json): additions keep
+/// it; a renamed, removed or re-meant field raises it. Files without it are version 1.
+pub const SCHEMA_VERSION: u32 = 1;
+
+pub fn schema_version() -> u32 {
+    SCHEMA_VERSION
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunRecord {
+    /// See [`SCHEMA_VERSION`].
+    #[serde(default = "schema_version")]
+    pub schema_version: u32,
     #[serde(flatten)]
     pub status: RunStatus,
     #[serde(default)]
@@ -118,6 +129,7 @@ impl RunRecord {
         let mut params = workload.params();
         params["pacing"] = serde_json::to_value(pacing).expect("pacing serializes");
         Self {
+            schema_version: SCHEMA_VERSION,
             metrics: workload.metrics(&run),
             headline: workload.headline(Some(&run)),
             measures: workload.measures(Some(&run)),
@@ -166,6 +178,7 @@ impl RunRecord {
         metrics: serde_json::Value,
     ) -> Self {
         Self {
+            schema_version: SCHEMA_VERSION,
             status,
             started_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
             workload: workload.into(),

@@ -313,6 +313,14 @@ fn encryption_study_scans_for_plaintext_stores_runs_and_reports() {
     }
     let csv = std::fs::read_to_string(out.join("report.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 2 * 7, "{csv}");
+    assert_eq!(r["schema_version"], 1);
+    // The samples over time, every run's: the driver's intervals and the machine's.
+    for (file, per_run) in [("intervals.csv", 1), ("telemetry.csv", 2)] {
+        let text = std::fs::read_to_string(out.join(file)).unwrap();
+        let runs: std::collections::BTreeSet<&str> = text.lines().skip(1).filter_map(|l| l.split(',').next()).collect();
+        assert_eq!(runs.len(), 2 * 7, "{file}: {text}");
+        assert!(text.lines().count() > 2 * 7 * per_run, "{file}: {text}");
+    }
     // Torn down: no mounts, no work directory, no key files.
     no_mounts_under(dir.path());
     let leftovers: Vec<String> = files_in(&out).into_iter().filter(|f| f.starts_with(".work")).collect();

@@ -57,6 +57,9 @@ impl Measure {
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct StudyReport {
+    /// See [`crate::record::SCHEMA_VERSION`].
+    #[serde(default = "crate::record::schema_version")]
+    pub schema_version: u32,
     pub study_id: i64,
     pub name: String,
     pub status: Status,
@@ -164,6 +167,10 @@ pub struct RunRow {
     pub rollback_rate: Option<f64>,
     pub p95_ms: Option<f64>,
     pub cpu_pct: Option<f64>,
+    /// The machine's CPU busy % over the run's window (shared with the other variants in
+    /// an interleaved run).
+    #[serde(default)]
+    pub system_cpu_pct: Option<f64>,
 }
 
 /// The system under test.
@@ -213,6 +220,25 @@ pub fn write_all(r: &StudyReport, dir: &Path) -> Result<()> {
     for f in Format::ALL {
         std::fs::write(dir.join(format!("report.{}", f.extension())), f.render(r)?)?;
     }
+    Ok(())
+}
+
+/// Writes the study's runs' samples over time beside its report: `intervals.csv` (the
+/// driver's) and `telemetry.csv` (the machine's), from the runs the store holds.
+pub fn write_samples(runs: &[crate::store::RunRow], dir: &Path) -> Result<()> {
+    let records: Vec<(&crate::store::RunRow, crate::record::RunRecord)> =
+        runs.iter().filter_map(|r| Some((r, serde_json::from_str(r.record_json.as_deref()?).ok()?))).collect();
+    let placed: Vec<csv::Placed> = records
+        .iter()
+        .map(|(r, record)| csv::Placed {
+            run_id: r.id,
+            block: r.block,
+            variant: r.variant.as_deref().unwrap_or(""),
+            record,
+        })
+        .collect();
+    std::fs::write(dir.join("intervals.csv"), csv::intervals(&placed))?;
+    std::fs::write(dir.join("telemetry.csv"), csv::telemetry(&placed))?;
     Ok(())
 }
 
@@ -284,6 +310,7 @@ pub(crate) mod sample {
         skipped.reason = Some("mkfs.ext4 not found: install it with 'apt-get install e2fsprogs'".into());
         skipped.summary = None;
         StudyReport {
+            schema_version: crate::record::SCHEMA_VERSION,
             study_id: 1,
             name: "sample".into(),
             status: Status::Completed,
@@ -337,6 +364,7 @@ pub(crate) mod sample {
                         rollback_rate: Some(0.02),
                         p95_ms: Some(2.0),
                         cpu_pct: Some(50.0),
+                        system_cpu_pct: Some(70.0),
                     })
                 })
                 .collect(),

@@ -249,6 +249,7 @@ fn run_blocks(
     });
     store.finish_study(id, report.status, report.cause.as_deref(), Some(&serde_json::to_string(&report)?))?;
     report::write_all(&report, &out_dir)?;
+    report::write_samples(&store.runs_of(id)?, &out_dir)?;
     drop(active);
     Ok(Outcome { report, out_dir })
 }
@@ -428,6 +429,7 @@ fn row_of((run_id, block, variant, workload): At, r: &RunRecord) -> RunRow {
         rollback_rate: (r.counts.units > 0).then(|| r.counts.rollbacks as f64 / r.counts.units as f64),
         p95_ms: (r.unit_latency.count > 0).then_some(r.unit_latency.p95_ms),
         cpu_pct: Some(r.driver.process_cpu_pct).filter(|_| r.target.is_some()),
+        system_cpu_pct: r.telemetry.as_ref().and_then(|t| t.window.as_ref()).map(|w| w.cpu_busy_pct),
     }
 }
 
@@ -445,6 +447,7 @@ fn failed_row((run_id, block, variant, workload): At, cause: String) -> RunRow {
         rollback_rate: None,
         p95_ms: None,
         cpu_pct: None,
+        system_cpu_pct: None,
     }
 }
 

@@ -311,6 +311,7 @@ pub(super) fn build(i: Inputs) -> StudyReport {
     let first = i.active.iter().flat_map(|a| a.records.first()).next();
     let env = first.and_then(|(_, r)| r.env.clone()).unwrap_or_else(|| crate::host::Env::new(Default::default()));
     StudyReport {
+        schema_version: crate::record::SCHEMA_VERSION,
         study_id: i.id,
         name: i.study.name.clone(),
         status: i.status,
