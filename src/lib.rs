@@ -8,6 +8,7 @@ pub mod driver;
 pub mod host;
 pub mod interrupt;
 pub mod measure;
+pub mod openmetrics;
 pub mod record;
 pub mod report;
 pub mod run;

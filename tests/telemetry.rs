@@ -7,6 +7,33 @@ use common::*;
 use serde_json::Value;
 
 #[test]
+fn a_run_serves_its_live_figures_for_prometheus() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut child = command()
+        .args(["run", "--target", &target(dir.path(), "t.db"), "--size", "1MB", "--duration", "4s"])
+        .args(["--warmup", "1s", "--report-interval", "1s", "--no-store", "--metrics-addr"])
+        .arg(format!("127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let body = scrape_until(port, "dbvs_run_measuring{workload=\"ds2\",instance=\"0\"} 1", &mut child);
+    assert!(body.starts_with("HTTP/1.1 200 OK") && body.trim_end().ends_with("# EOF"), "{body}");
+    let rate = body.lines().find(|l| l.starts_with("dbvs_run_units_per_minute{")).unwrap_or_else(|| panic!("{body}"));
+    let rate: f64 = rate.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(rate > 100.0, "{body}");
+    assert!(child.wait().unwrap().success());
+    let o = dbvs(&["run", "--target", &target(dir.path(), "t.db"), "--size", "1MB", "--metrics-addr", "nowhere"]);
+    assert!(
+        !o.status.success() && stderr(&o).contains("cannot listen on nowhere for --metrics-addr"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(stderr(&o).trim_end().lines().count(), 1, "{}", stderr(&o));
+}
+
+#[test]
 fn a_run_records_cpu_disks_and_power_from_a_command_meter() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");

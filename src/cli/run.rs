@@ -69,6 +69,11 @@ pub struct RunArgs {
     /// reading), or cmd:COMMAND (a command printing watts, e.g. an external meter's reader).
     #[arg(long, default_value = "auto", value_name = "SOURCE")]
     power: crate::telemetry::power::PowerSpec,
+    /// Serve live metrics for Prometheus at http://ADDR/metrics during the run (OpenMetrics
+    /// text: throughput, latency and rollbacks per report interval, warm-up or measuring),
+    /// e.g. 127.0.0.1:9100 or :9100. Off unless given.
+    #[arg(long, value_name = "ADDR")]
+    metrics_addr: Option<String>,
     /// With a power source: how long to read idle power before the load starts.
     #[arg(long, default_value = "5s", value_parser = parse_duration, allow_hyphen_values = true)]
     idle_power: Duration,
@@ -117,6 +122,7 @@ impl RunArgs {
                 power: self.power,
                 idle_power: self.idle_power,
                 peak_minutes: self.peak_minutes,
+                metrics_addr: self.metrics_addr,
             },
             json: self.json,
             store: !self.no_store,

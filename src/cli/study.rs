@@ -25,11 +25,19 @@ pub struct StudyArgs {
     /// only writes the report of the blocks it has.
     #[arg(long, value_name = "ID")]
     resume: Option<i64>,
+    /// Serve the study's progress for Prometheus at http://ADDR/metrics (OpenMetrics text:
+    /// blocks done, each comparison's CI half-width, each variant's means so far), e.g.
+    /// 127.0.0.1:9100. Off unless given.
+    #[arg(long, value_name = "ADDR")]
+    metrics_addr: Option<String>,
 }
 
 pub fn main(args: StudyArgs) -> Result<ExitCode> {
     let store = crate::store::default_path();
-    let outcome = study::run(&args.file, Options { budget: args.budget, out: args.out, store, resume: args.resume })?;
+    let outcome = study::run(
+        &args.file,
+        Options { budget: args.budget, out: args.out, store, resume: args.resume, metrics_addr: args.metrics_addr },
+    )?;
     let r = &outcome.report;
     println!("study {} '{}': {} ({})", r.study_id, r.name, r.status, r.stop_reason);
     for v in &r.variants {

@@ -104,6 +104,8 @@ fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<
     // The slices start where the measured window does; the warm-up alternates too.
     let slices = Slices::new(of, spec.slice, start + pacings[0].warmup, spec.slice_seed);
     let bar = ProgressBar::hidden();
+    let live = super::live_metrics(spec)?;
+    let live = &live;
     let servers: Vec<Option<PathBuf>> = sets.iter().map(|set| set.target.watch().server_pid_file).collect();
     let results: Vec<driver::RunResult> = std::thread::scope(|s| {
         let handles: Vec<_> = sets
@@ -116,8 +118,12 @@ fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<
                 let (w, copy) = &set.instances[0];
                 s.spawn(move || {
                     let bar = (i == 0).then_some(bar);
-                    let side =
-                        super::Placement { turn: Some((slices, place)), daemons: &sides[i].db.fuse_daemons, server };
+                    let side = super::Placement {
+                        turn: Some((slices, place)),
+                        daemons: &sides[i].db.fuse_daemons,
+                        server,
+                        live: live.as_ref().map(|e| (e, i)),
+                    };
                     measure(w.as_ref(), copy.as_ref(), &set.meta, pacing, sampler, bar, side)
                 })
             })

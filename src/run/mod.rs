@@ -4,6 +4,7 @@
 mod build;
 mod instances;
 mod interleave;
+mod live;
 mod memory;
 mod slices;
 pub mod spec;
@@ -202,6 +203,8 @@ impl SetUp {
         let start = std::sync::Barrier::new(self.instances.len());
         let meta = &self.meta;
         let server = self.target.watch().server_pid_file;
+        let live = live_metrics(spec)?;
+        let live = &live;
         let results: Vec<driver::RunResult> = std::thread::scope(|s| {
             let handles: Vec<_> = self
                 .instances
@@ -213,9 +216,15 @@ impl SetUp {
                         start.wait();
                         // One instance's share of the FUSE daemons' and the server's reads
                         // cannot be told apart; the first carries them.
+                        let live = live.as_ref().map(|e| (e, i));
                         let side = match i {
-                            0 => Placement { turn: None, daemons: &spec.db.fuse_daemons, server: server.as_deref() },
-                            _ => Placement::default(),
+                            0 => Placement {
+                                daemons: &spec.db.fuse_daemons,
+                                server: server.as_deref(),
+                                live,
+                                turn: None,
+                            },
+                            _ => Placement { live, ..Placement::default() },
                         };
                         measure(w.as_ref(), copy.as_ref(), meta, pacing, sampler, (i == 0).then_some(bar), side)
                     })
@@ -432,6 +441,9 @@ fn measure(
             }
         }
         Event::Interval { sample, warmup } => {
+            if let Some((exporter, i)) = side.live {
+                live::interval(exporter, i, workload.name(), sample, warmup);
+            }
             if let Some(bar) = bar {
                 bar.set_message(format!("{:.0}/min", sample.per_min));
                 let prefix = if warmup { "warmup " } else { "" };
@@ -468,6 +480,11 @@ fn measure(
     result
 }
 
+/// The run's live metrics endpoint, when `--metrics-addr` asks for one.
+fn live_metrics(spec: &RunSpec) -> Result<Option<crate::openmetrics::Exporter>> {
+    spec.telemetry.metrics_addr.as_deref().map(crate::openmetrics::Exporter::serve).transpose()
+}
+
 /// Where one instance's workers run: their turn in an interleaved run's slices, and the
 /// processes whose storage reads are the instance's too: the FUSE daemons that serve its
 /// database, and a managed server (named by its pid file).
@@ -476,6 +493,8 @@ struct Placement<'a> {
     turn: Option<(&'a slices::Slices, usize)>,
     daemons: &'a [u32],
     server: Option<&'a std::path::Path>,
+    /// Where its live metrics go, under its index (an instance, or an interleaved side).
+    live: Option<(&'a crate::openmetrics::Exporter, usize)>,
 }
 
 impl Placement<'_> {

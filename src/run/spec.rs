@@ -174,6 +174,9 @@ pub struct TelemetrySpec {
     pub idle_power: Duration,
     /// Summaries also cover the window's last N minutes.
     pub peak_minutes: f64,
+    /// Serve live metrics here during the run (see `openmetrics`), e.g. 127.0.0.1:9100.
+    #[serde(default)]
+    pub metrics_addr: Option<String>,
 }
 
 impl Default for TelemetrySpec {
@@ -183,6 +186,7 @@ impl Default for TelemetrySpec {
             power: PowerSpec::Auto,
             idle_power: Duration::from_secs(5),
             peak_minutes: 10.0,
+            metrics_addr: None,
         }
     }
 }

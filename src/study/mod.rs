@@ -12,6 +12,7 @@ pub mod canary;
 pub(crate) mod child;
 mod controls;
 pub mod file;
+mod live;
 pub mod measures;
 mod resume;
 mod summary;
@@ -42,6 +43,8 @@ pub struct Options {
     pub store: PathBuf,
     /// Take up this unfinished study again, from its first incomplete block.
     pub resume: Option<i64>,
+    /// Serve the study's progress as live metrics here (see `openmetrics`).
+    pub metrics_addr: Option<String>,
 }
 
 pub struct Outcome {
@@ -90,6 +93,7 @@ fn run_blocks(
         std::fs::create_dir_all(out_dir.join(sub))
             .with_context(|| format!("cannot create {}; choose a writable --out", out_dir.display()))?;
     }
+    let live = opts.metrics_addr.as_deref().map(crate::openmetrics::Exporter::serve).transpose()?;
     let started_at = now();
     let work = WorkDir::new(&out_dir, &format!("study {id} work directory"))?;
     let exe = std::env::current_exe()?;
@@ -203,6 +207,9 @@ fn run_blocks(
             break;
         }
         let widths = summary::half_widths(&active, &all_measures, &study.compare, study.seed, &study.verdict);
+        if let Some(e) = &live {
+            live::block_done(e, block + 1, *block_times.last().unwrap_or(&0.0), &widths, &active, &all_measures);
+        }
         eprintln!(
             "block {} done in {:.0} s; {}",
             block + 1,
@@ -250,6 +257,9 @@ fn run_blocks(
     store.finish_study(id, report.status, report.cause.as_deref(), Some(&serde_json::to_string(&report)?))?;
     report::write_all(&report, &out_dir)?;
     report::write_samples(&store.runs_of(id)?, &out_dir)?;
+    if let Some(e) = &live {
+        live::ended(e);
+    }
     drop(active);
     Ok(Outcome { report, out_dir })
 }

@@ -55,3 +55,30 @@ pub fn reachable_tempdir() -> tempfile::TempDir {
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     dir
 }
+
+/// A free local port for a test's listener.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The body of `GET /metrics` on `port`, once it answers with a line containing `needle`
+/// (polled while `child` runs); panics with what it last saw otherwise.
+pub fn scrape_until(port: u16, needle: &str, child: &mut std::process::Child) -> String {
+    use std::io::{Read, Write};
+    let mut last = String::new();
+    for _ in 0..600 {
+        if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n");
+            last.clear();
+            let _ = s.read_to_string(&mut last);
+            if last.lines().any(|l| l.contains(needle)) {
+                return last;
+            }
+        }
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("no '{needle}' served on port {port}; last scrape:\n{last}");
+}

@@ -1,0 +1,25 @@
+//! What a run exposes live (`--metrics-addr`): each report interval's figures per instance
+//! (or interleaved side), the same ones the DS2-format progress lines print.
+
+use crate::driver::IntervalSample;
+use crate::openmetrics::{gauge, Exporter, Family};
+
+const MEASURING: Family = gauge("dbvs_run_measuring", "1 in the measured window, 0 in the warm-up.");
+const UNITS: Family = gauge("dbvs_run_units", "Units of work finished since the statistics were last reset.");
+const RATE: Family = gauge("dbvs_run_units_per_minute", "Units per minute within the last report interval.");
+const LATENCY_AVG: Family =
+    gauge("dbvs_run_unit_latency_avg_ms", "Mean latency of the units finished in the last report interval.");
+const LATENCY_MAX: Family = gauge("dbvs_run_unit_latency_max_ms", "Longest unit latency in the last report interval.");
+const ROLLBACKS: Family = gauge("dbvs_run_rollback_percent", "Rolled-back units since the reset, percent.");
+
+/// Publishes one report interval of instance (or side) `index`.
+pub fn interval(e: &Exporter, index: usize, workload: &str, s: &IntervalSample, warmup: bool) {
+    let index = index.to_string();
+    let labels = [("workload", workload), ("instance", index.as_str())];
+    e.set(MEASURING, &labels, if warmup { 0.0 } else { 1.0 });
+    e.set(UNITS, &labels, s.units as f64);
+    e.set(RATE, &labels, s.interval_per_min);
+    e.set(LATENCY_AVG, &labels, s.sampled_ms);
+    e.set(LATENCY_MAX, &labels, s.lastn_max_ms);
+    e.set(ROLLBACKS, &labels, s.rollback_pct);
+}
