@@ -1,6 +1,6 @@
 //! The report's tables as rows of text, shared by the Markdown and HTML exporters.
 
-use super::StudyReport;
+use super::{RunRow, StudyReport};
 use crate::status::Status;
 
 pub struct Table {
@@ -370,12 +370,22 @@ pub fn per_run(r: &StudyReport) -> Table {
     let headline = r.measures.first().map(|m| m.measure.workload.as_str());
     let runs: Vec<_> = r.runs.iter().filter(|x| headline.is_none_or(|w| x.workload == w)).collect();
     let blocks = runs.iter().map(|x| x.block + 1).max().unwrap_or(0);
+    let value = |x: &RunRow| x.metric.filter(|_| x.status == Status::Completed);
+    // Each variant's median run (the lower middle of an even count), as seed 000 reported it.
+    let median_block = |n: &str| {
+        let mut done: Vec<(f64, usize)> =
+            runs.iter().filter(|x| x.variant == n).filter_map(|x| Some((value(x)?, x.block))).collect();
+        done.sort_by(|a, b| a.0.total_cmp(&b.0));
+        done.get(done.len().saturating_sub(1) / 2).map(|(_, b)| *b)
+    };
+    let medians: Vec<Option<usize>> = names.iter().map(|n| median_block(n)).collect();
     let mut rows: Vec<Vec<String>> = (0..blocks)
         .map(|b| {
             let mut row = vec![format!("block {}", b + 1)];
-            for n in &names {
+            for (n, median) in names.iter().zip(&medians) {
                 let cell = runs.iter().find(|x| x.block == b && x.variant == *n).map_or("-".to_string(), |x| {
-                    x.metric.filter(|_| x.status == Status::Completed).map_or(x.status.to_string(), number)
+                    let mark = if *median == Some(b) { " (median run)" } else { "" };
+                    value(x).map_or(x.status.to_string(), |v| format!("{}{mark}", number(v)))
                 });
                 row.push(cell);
             }
