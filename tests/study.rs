@@ -33,6 +33,19 @@ duration = "1.5s"
 warmup = "0.3s"
 "#;
 
+/// A study of busy-wait variants (`(name, busy-wait per order, extra keys)`, the first the
+/// baseline), interleaved in 100 ms slices over `blocks` blocks, with `head` as more
+/// top-level keys.
+fn busy_waits(name: &str, blocks: usize, head: &str, variants: &[(&str, &str, &str)]) -> String {
+    let mut body = format!(
+        "name = \"{name}\"\nblocks = {{ min = {blocks}, max = {blocks} }}\ninterleave = \"100ms\"\n{head}{SMALL}\n"
+    );
+    for (v, wait, extra) in variants {
+        body += &format!("[[variants]]\nname = \"{v}\"\nkind = \"delay\"\nper_transaction = \"{wait}\"\n{extra}");
+    }
+    body
+}
+
 fn no_mounts_under(dir: &Path) {
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
     let d = dir.to_str().unwrap();
@@ -47,14 +60,7 @@ fn an_a_a_study_finds_no_significant_difference() {
     // must hold is the verdict and a CI that covers 1.
     let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
-    let f = write_study(
-        dir.path(),
-        &format!(
-            "name = \"aa\"\nblocks = {{ min = 6, max = 6 }}\ninterleave = \"100ms\"\n{SMALL}\n\
-             [[variants]]\nname = \"a\"\nkind = \"delay\"\nper_transaction = \"2ms\"\n\
-             [[variants]]\nname = \"b\"\nkind = \"delay\"\nper_transaction = \"2ms\"\n"
-        ),
-    );
+    let f = write_study(dir.path(), &busy_waits("aa", 6, "", &[("a", "2ms", ""), ("b", "2ms", "")]));
     let out = dir.path().join("out");
     ok(&["study", &f, "--out", out.to_str().unwrap()]);
     let r = report(&out);
@@ -75,14 +81,7 @@ fn an_injected_slowdown_is_detected_with_a_ci_around_the_true_ratio() {
     // of 4 and 6 ms dominate the cycle to keep that small, and the checks allow for it.
     let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
-    let f = write_study(
-        dir.path(),
-        &format!(
-            "name = \"slow\"\nblocks = {{ min = 6, max = 6 }}\ninterleave = \"100ms\"\n{SMALL}\n\
-             [[variants]]\nname = \"base\"\nkind = \"delay\"\nper_transaction = \"4ms\"\n\
-             [[variants]]\nname = \"slower\"\nkind = \"delay\"\nper_transaction = \"6ms\"\n"
-        ),
-    );
+    let f = write_study(dir.path(), &busy_waits("slow", 6, "", &[("base", "4ms", ""), ("slower", "6ms", "")]));
     let out = dir.path().join("out");
     ok(&["study", &f, "--out", out.to_str().unwrap()]);
     let r = report(&out);
@@ -148,14 +147,8 @@ fn a_variant_that_needs_its_own_process_takes_turns_with_the_others_from_it() {
     // their slices in one schedule from a common start.
     let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
-    let f = write_study(
-        dir.path(),
-        &format!(
-            "name = \"turns\"\nblocks = {{ min = 6, max = 6 }}\ninterleave = \"100ms\"\n{SMALL}\n\
-             [[variants]]\nname = \"base\"\nkind = \"delay\"\nper_transaction = \"4ms\"\n\
-             [[variants]]\nname = \"slower\"\nkind = \"delay\"\nper_transaction = \"6ms\"\naesni = false\n"
-        ),
-    );
+    let variants = [("base", "4ms", ""), ("slower", "6ms", "aesni = false\n")];
+    let f = write_study(dir.path(), &busy_waits("turns", 6, "", &variants));
     let out = dir.path().join("out");
     ok(&["study", &f, "--out", out.to_str().unwrap()]);
     let r = report(&out);
@@ -186,16 +179,8 @@ fn a_study_compares_the_variant_pairs_its_file_names() {
     // against 5 ms, both beside a 4 ms baseline.
     let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
-    let f = write_study(
-        dir.path(),
-        &format!(
-            "name = \"pairs\"\nblocks = {{ min = 3, max = 3 }}\ninterleave = \"100ms\"\n\
-             compare = [[\"slower\", \"mid\"]]\n{SMALL}\n\
-             [[variants]]\nname = \"base\"\nkind = \"delay\"\nper_transaction = \"4ms\"\n\
-             [[variants]]\nname = \"mid\"\nkind = \"delay\"\nper_transaction = \"5ms\"\n\
-             [[variants]]\nname = \"slower\"\nkind = \"delay\"\nper_transaction = \"6ms\"\n"
-        ),
-    );
+    let variants = [("base", "4ms", ""), ("mid", "5ms", ""), ("slower", "6ms", "")];
+    let f = write_study(dir.path(), &busy_waits("pairs", 3, "compare = [[\"slower\", \"mid\"]]\n", &variants));
     let out = dir.path().join("out");
     // Its progress is served live while it runs.
     let port = free_port();
@@ -233,14 +218,7 @@ fn two_stored_studies_are_compared_ratio_by_ratio_with_the_noise_of_both() {
     let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let study = |extra: &str, out: &str| -> String {
-        let f = write_study(
-            dir.path(),
-            &format!(
-                "name = \"gate\"\nblocks = {{ min = 3, max = 3 }}\ninterleave = \"100ms\"\n{SMALL}\n\
-                 [[variants]]\nname = \"base\"\nkind = \"delay\"\nper_transaction = \"4ms\"\n\
-                 [[variants]]\nname = \"slower\"\nkind = \"delay\"\nper_transaction = \"{extra}\"\n"
-            ),
-        );
+        let f = write_study(dir.path(), &busy_waits("gate", 3, "", &[("base", "4ms", ""), ("slower", extra, "")]));
         ok(&["study", &f, "--out", dir.path().join(out).to_str().unwrap()]);
         report(&dir.path().join(out))["study_id"].to_string()
     };

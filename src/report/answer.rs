@@ -22,6 +22,11 @@ fn interval(c: &Comparison) -> String {
     format!("[{} CI {:+.1}%, {:+.1}%]", level(e.confidence), 100.0 * (e.ci.0 - 1.0), 100.0 * (e.ci.1 - 1.0))
 }
 
+/// ". Against X: 3.1% lower [CI]: slower", a comparison with another variant than the baseline.
+fn clause(lead: &str, c: &Comparison) -> String {
+    format!(". {lead}: {} {}: {}", moved(c.estimate.ratio), interval(c), c.verdict.word())
+}
+
 /// One line per variant besides the baseline.
 pub fn lines(r: &StudyReport) -> Vec<String> {
     let others = r.variants.iter().filter(|v| v.info.name != r.baseline);
@@ -45,23 +50,12 @@ pub fn lines(r: &StudyReport) -> Vec<String> {
                 100.0 * c.estimate.detectable()
             );
             if let Some(k) = r.controls.iter().find(|k| k.variant == *name) {
-                line += &format!(
-                    ". Against its control ({}), the encryption alone: {} {}: {}",
-                    k.against.as_deref().unwrap_or_default(),
-                    moved(k.estimate.ratio),
-                    interval(k),
-                    k.verdict.word()
-                );
+                let against = k.against.as_deref().unwrap_or_default();
+                line += &clause(&format!("Against its control ({against}), the encryption alone"), k);
             }
             let headline_pairs = r.measures.first().map_or(&[][..], |m| m.pairs.as_slice());
             for p in headline_pairs.iter().filter(|p| p.variant == *name) {
-                line += &format!(
-                    ". Against {}: {} {}: {}",
-                    p.against.as_deref().unwrap_or_default(),
-                    moved(p.estimate.ratio),
-                    interval(p),
-                    p.verdict.word()
-                );
+                line += &clause(&format!("Against {}", p.against.as_deref().unwrap_or_default()), p);
             }
             line
         })

@@ -21,7 +21,8 @@ pub struct Setting {
 
 /// The measures of one workload, in the order the workload declares them, then what the
 /// run engine measures itself (see [`crate::run::cost_measures`]) and, when the runs are
-/// alone, the machine's figures (see [`crate::telemetry::Telemetry::measures`]).
+/// alone and the workload is a throughput, the machine's figures (see
+/// [`crate::telemetry::Telemetry::measures`]).
 pub fn of(w: &WorkloadConfig, seed: u64, setting: Setting) -> Result<Vec<Measure>> {
     let kind = w.args(seed).kind()?;
     let limited = w.memory.is_some();
@@ -31,7 +32,8 @@ pub fn of(w: &WorkloadConfig, seed: u64, setting: Setting) -> Result<Vec<Measure
         .as_driven()
         .map(|d| crate::run::cost_measures(setting.engine, d, None, server, limited))
         .unwrap_or_default();
-    let machine = match kind.as_driven().is_some() && setting.alone {
+    // Throughput workloads only: a suite's short timed units may end between two samples.
+    let machine = match kind.as_driven().is_some_and(|d| d.supports_instances()) && setting.alone {
         true => crate::telemetry::Telemetry::measures(None, setting.power),
         false => vec![],
     };
@@ -159,6 +161,10 @@ mod tests {
         assert_eq!(names(false, true), ["TPS", "server CPU per unit"]);
         assert_eq!(names(true, false), ["TPS", "server CPU per unit", "system CPU busy %"]);
         assert_eq!(names(true, true), ["TPS", "server CPU per unit", "system CPU busy %", "power", "work per watt"]);
+        let bignw: WorkloadConfig = toml::from_str("name = 'bignw'\nbenchmarks = [1]").unwrap();
+        let alone = Setting { engine: Engine::Sqlite, alone: true, power: true };
+        let b1 = of(&bignw.split().remove(0), 1, alone).unwrap();
+        assert_eq!(b1.len(), 1, "a suite's short units are not sampled: {b1:?}");
     }
 
     #[test]
