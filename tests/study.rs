@@ -191,9 +191,9 @@ fn a_study_compares_the_variant_pairs_its_file_names() {
         .spawn()
         .unwrap();
     let body = scrape_until(port, "dbvs_study_blocks_completed 2", &mut child);
+    assert!(child.wait().unwrap().success());
     assert!(body.contains("dbvs_study_ci_half_width_ratio{comparison=\"slower vs mid ds2 / OPM\"}"), "{body}");
     assert!(body.contains("dbvs_study_mean{variant=\"base\",measure=\"ds2 / OPM\"}"), "{body}");
-    assert!(child.wait().unwrap().success());
     let r = report(&out);
     let pair = &r["measures"][0]["pairs"][0];
     assert_eq!((pair["variant"].as_str(), pair["against"].as_str()), (Some("slower"), Some("mid")), "{pair}");

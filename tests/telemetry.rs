@@ -19,11 +19,11 @@ fn a_run_serves_its_live_figures_for_prometheus() {
         .spawn()
         .unwrap();
     let body = scrape_until(port, "dbvs_run_measuring{workload=\"ds2\",instance=\"0\"} 1", &mut child);
+    assert!(child.wait().unwrap().success());
     assert!(body.starts_with("HTTP/1.1 200 OK") && body.trim_end().ends_with("# EOF"), "{body}");
     let rate = body.lines().find(|l| l.starts_with("dbvs_run_units_per_minute{")).unwrap_or_else(|| panic!("{body}"));
     let rate: f64 = rate.rsplit(' ').next().unwrap().parse().unwrap();
     assert!(rate > 100.0, "{body}");
-    assert!(child.wait().unwrap().success());
     let o = dbvs(&["run", "--target", &target(dir.path(), "t.db"), "--size", "1MB", "--metrics-addr", "nowhere"]);
     assert!(
         !o.status.success() && stderr(&o).contains("cannot listen on nowhere for --metrics-addr"),

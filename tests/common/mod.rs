@@ -80,5 +80,7 @@ pub fn scrape_until(port: u16, needle: &str, child: &mut std::process::Child) ->
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("no '{needle}' served on port {port}; last scrape:\n{last}");
 }
