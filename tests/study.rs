@@ -183,13 +183,7 @@ fn a_study_compares_the_variant_pairs_its_file_names() {
     let f = write_study(dir.path(), &busy_waits("pairs", 3, "compare = [[\"slower\", \"mid\"]]\n", &variants));
     let out = dir.path().join("out");
     // Its progress is served live while it runs.
-    let port = free_port();
-    let mut child = command()
-        .args(["study", &f, "--out", out.to_str().unwrap(), "--metrics-addr", &format!("127.0.0.1:{port}")])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let (port, mut child) = serving(&["study", &f, "--out", out.to_str().unwrap()]);
     let body = scrape_until(port, "dbvs_study_blocks_completed 2", &mut child);
     assert!(child.wait().unwrap().success());
     assert!(body.contains("dbvs_study_ci_half_width_ratio{comparison=\"slower vs mid ds2 / OPM\"}"), "{body}");

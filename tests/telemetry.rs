@@ -9,15 +9,9 @@ use serde_json::Value;
 #[test]
 fn a_run_serves_its_live_figures_for_prometheus() {
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let mut child = command()
-        .args(["run", "--target", &target(dir.path(), "t.db"), "--size", "1MB", "--duration", "4s"])
-        .args(["--warmup", "1s", "--report-interval", "1s", "--no-store", "--metrics-addr"])
-        .arg(format!("127.0.0.1:{port}"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let db = target(dir.path(), "t.db");
+    let args = ["run", "--target", &db, "--size", "1MB", "--duration", "4s", "--warmup", "1s"];
+    let (port, mut child) = serving(&[&args[..], &["--report-interval", "1s", "--no-store"]].concat());
     let body = scrape_until(port, "dbvs_run_measuring{workload=\"ds2\",instance=\"0\"} 1", &mut child);
     assert!(child.wait().unwrap().success());
     assert!(body.starts_with("HTTP/1.1 200 OK") && body.trim_end().ends_with("# EOF"), "{body}");

@@ -56,8 +56,23 @@ pub fn reachable_tempdir() -> tempfile::TempDir {
     dir
 }
 
+/// Starts dbvs with `args` and `--metrics-addr` on a free local port, its output dropped;
+/// returns the port and the child (see `scrape_until`).
+pub fn serving(args: &[&str]) -> (u16, std::process::Child) {
+    let port = free_port();
+    let child = command()
+        .args(args)
+        .arg("--metrics-addr")
+        .arg(format!("127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    (port, child)
+}
+
 /// A free local port for a test's listener.
-pub fn free_port() -> u16 {
+fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
