@@ -245,8 +245,8 @@ pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::Capaci
         file.power.clone(),
     );
     let exe = std::env::current_exe()?;
-    let ctx = crate::study::child::Context { exe: &exe, study: &study, out };
     let work = crate::study::WorkDir::new(out, &format!("capacity search {} work directory", file.name))?;
+    let ctx = crate::study::child::Context { exe: &exe, study: &study, out, work: work.path() };
     let headline = file.workload.args(file.seed).driven()?.headline(None).name;
     let started = std::time::Instant::now();
     let mut outcomes = Vec::new();

@@ -3,6 +3,7 @@
 //! from here: two variants measured in the same seconds share the machine's noise. With
 //! `turns` the schedule is shared with other run processes ([`super::start`]).
 
+use super::board::Board;
 use super::slices::Slices;
 use super::{exit_code, keep_in_store, measure, write_record, RunSpec, SetUp};
 use crate::driver::{self, RunStatus};
@@ -90,9 +91,9 @@ fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<
             p
         })
         .collect();
-    let (places, of) = match &spec.turns {
-        Some(t) => (t.places.clone(), t.of),
-        None => ((0..sets.len()).collect(), sets.len()),
+    let (places, of, board) = match &spec.turns {
+        Some(t) => (t.places.clone(), t.of, Board::open(&t.board, t.of)?),
+        None => ((0..sets.len()).collect(), sets.len(), Board::local(sets.len())),
     };
     let start = match spec.turns {
         Some(_) => super::start::ready_and_wait()?,
@@ -102,7 +103,7 @@ fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<
     // The first variant's disks and server stand for the machine every side shares.
     let sampler = sets[0].sampler(spec)?;
     // The slices start where the measured window does; the warm-up alternates too.
-    let slices = Slices::new(of, spec.slice, start + pacings[0].warmup, spec.slice_seed);
+    let slices = Slices::new(of, spec.slice, start + pacings[0].warmup, spec.slice_seed, board);
     let bar = ProgressBar::hidden();
     let live = super::live_metrics(spec)?;
     let live = &live;

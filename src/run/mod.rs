@@ -1,6 +1,7 @@
 //! One measured run on fresh copies of the pristine database: the run engine behind
 //! `dbvs run`, driven by a [`RunSpec`] from the command line or from a study's child.
 
+pub mod board;
 mod build;
 mod instances;
 mod interleave;
@@ -406,7 +407,8 @@ fn exit_code(record: &RunRecord) -> ExitCode {
 /// over its own connection at both ends of the window (as HammerDB's monitor reads TPC-C's
 /// next order ids), and the telemetry window marks. With a `turn` (an interleaved run's
 /// slices and this variant's place in them) its workers take turns with the other
-/// variants', and its elapsed time is its own slices' time inside the window.
+/// variants', and its elapsed time is its workers' time at work inside the window, per
+/// worker.
 fn measure(
     workload: &dyn crate::workloads::Workload,
     db: &dyn crate::targets::Database,
@@ -418,13 +420,12 @@ fn measure(
 ) -> driver::RunResult {
     let turn = side.turn;
     let mut counter = Counter { start: None, end: None, error: None };
-    let mut window = (None, None);
     let mut daemon_reads = (0, 0);
     let mut server_cpu = (Duration::ZERO, Duration::ZERO);
     let make_worker = |i| -> Result<Box<dyn driver::Worker + '_>> {
         let inner = workload.worker(db, meta, i)?;
         Ok(match turn {
-            Some((slices, variant)) => Box::new(slices::Sliced { inner, slices, variant }),
+            Some((slices, variant)) => Box::new(slices::Sliced::new(inner, slices, variant)),
             None => inner,
         })
     };
@@ -454,14 +455,18 @@ fn measure(
             if let (true, Some(bar)) = (after_warmup, bar) {
                 bar.suspend(|| eprintln!("Stats reset"));
             }
-            window.0 = Some(std::time::Instant::now());
+            if let Some((slices, variant)) = turn {
+                slices.window_start(variant);
+            }
             sampler.window_start();
             counter.start = counter.read(workload, db);
             daemon_reads.0 = side.reads();
             server_cpu.0 = side.server_cpu();
         }
         Event::WindowEnd => {
-            window.1 = Some(std::time::Instant::now());
+            if let Some((slices, variant)) = turn {
+                slices.window_end(variant);
+            }
             sampler.window_end();
             counter.end = counter.read(workload, db);
             daemon_reads.1 = side.reads();
@@ -470,8 +475,8 @@ fn measure(
     });
     result.measured.storage_read_bytes += daemon_reads.1.saturating_sub(daemon_reads.0);
     result.measured.server_cpu_s = server_cpu.1.saturating_sub(server_cpu.0).as_secs_f64();
-    if let (Some((slices, variant)), (Some(from), Some(to))) = (turn, window) {
-        result.elapsed_s = slices.active(variant, from, to).as_secs_f64();
+    if let Some((slices, variant)) = turn {
+        result.elapsed_s = slices.at_work(variant).as_secs_f64() / pacing.threads.max(1) as f64;
     }
     result.window_counter = counter.start.zip(counter.end).map(|(a, b)| b - a);
     if let (RunStatus::Completed, Some(e)) = (&result.status, counter.error) {

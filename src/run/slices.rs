@@ -5,26 +5,54 @@
 //! seconds (disk flushes, CPU steal); slices that close together share it, and the ratio of
 //! two variants' throughputs over the same run leaves most of it out.
 //!
-//! A worker only starts units in its variant's slices ([`Sliced`]); a variant's rate is its
-//! units over its own slice time inside its measured window ([`Slices::active`]), so windows
-//! that start a few milliseconds apart do not favour anyone.
+//! A worker starts units only in its variant's slices, and only once every other variant's
+//! units have finished ([`super::board`]), so no two variants ever share the machine
+//! ([`Sliced`]). A variant's rate is its units over its workers' time at work inside its
+//! measured window: from each unit's start to the start of the worker's next pause
+//! ([`Slices::at_work`]). That time runs past the slice's end by the last units' length and
+//! leaves out the wait for the others, so variants with long units and short ones are
+//! timed alike, and windows that start a few milliseconds apart do not favour anyone.
 
+use super::board::Board;
 use crate::driver::{Outcome, UnitRecorder, Worker};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
+
+/// How often a worker looks again whether the previous variant's units have finished.
+const DRAIN_POLL: Duration = Duration::from_micros(100);
+/// An unset window mark.
+const UNSET: u64 = u64::MAX;
 
 pub struct Slices {
     origin: Instant,
     slice: Duration,
     variants: usize,
     seed: u64,
+    board: Board,
+    /// What each place's workers did, for the places this process runs.
+    accounts: Vec<Account>,
+    /// What window marks count from.
+    epoch: Instant,
+}
+
+/// One place's measured window (nanoseconds from the epoch) and its workers' time at work
+/// in it.
+struct Account {
+    from: AtomicU64,
+    to: AtomicU64,
+    at_work_ns: AtomicU64,
 }
 
 impl Slices {
-    /// Slices of `slice` from `origin` on (earlier ones too: the warm-up alternates as well).
-    pub fn new(variants: usize, slice: Duration, origin: Instant, seed: u64) -> Self {
-        Self { origin, slice, variants: variants.max(1), seed }
+    /// Slices of `slice` from `origin` on (earlier ones too: the warm-up alternates as well),
+    /// for `variants` places whose units in flight `board` counts.
+    pub fn new(variants: usize, slice: Duration, origin: Instant, seed: u64, board: Board) -> Self {
+        let accounts = (0..variants.max(1))
+            .map(|_| Account { from: AtomicU64::new(UNSET), to: AtomicU64::new(UNSET), at_work_ns: AtomicU64::new(0) })
+            .collect();
+        Self { origin, slice, variants: variants.max(1), seed, board, accounts, epoch: Instant::now() }
     }
 
     /// The slice `at` falls in (negative before the origin).
@@ -56,7 +84,7 @@ impl Slices {
     }
 
     /// How long `variant` waits for its next slice (zero within its own).
-    pub fn wait(&self, variant: usize) -> Duration {
+    fn wait(&self, variant: usize) -> Duration {
         let now = Instant::now();
         let k = self.index(now);
         (k..k + 2 * self.variants as i64)
@@ -64,34 +92,119 @@ impl Slices {
             .map_or(Duration::ZERO, |j| self.start(j).saturating_duration_since(now))
     }
 
-    /// `variant`'s slice time between `from` and `to`.
-    pub fn active(&self, variant: usize, from: Instant, to: Instant) -> Duration {
-        let mut total = Duration::ZERO;
-        for k in self.index(from)..=self.index(to) {
-            if self.owner(k) == variant {
-                let (a, b) = (self.start(k).max(from), self.start(k + 1).min(to));
-                total += b.saturating_duration_since(a);
-            }
+    /// Lets a worker of `variant` start a unit (zero: it may, and is now at work) or says how
+    /// long to wait: for its next slice, or a moment for the others' last units.
+    fn enter(&self, variant: usize) -> Duration {
+        let wait = self.wait(variant);
+        if !wait.is_zero() {
+            return wait;
         }
-        total
+        if self.board.others_at_work(variant) {
+            return DRAIN_POLL;
+        }
+        self.board.enter(variant);
+        // Another variant's worker that looked at the clock before this slice began may
+        // have entered meanwhile; it leaves when it sees the time, and so would this one.
+        let wait = self.wait(variant);
+        if !wait.is_zero() {
+            self.board.leave(variant);
+        }
+        wait
+    }
+
+    /// A worker of `variant` at work from `from` until now stops; its time counts when the
+    /// unit ended inside the variant's measured window, as the unit itself does.
+    fn leave(&self, variant: usize, from: Instant) {
+        self.board.leave(variant);
+        let account = &self.accounts[variant];
+        let now = self.ns(Instant::now());
+        let (a, b) = (account.from.load(Relaxed), account.to.load(Relaxed));
+        if a != UNSET && now >= a && (b == UNSET || now <= b) {
+            account.at_work_ns.fetch_add(from.elapsed().as_nanos() as u64, Relaxed);
+        }
+    }
+
+    fn ns(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.epoch).as_nanos() as u64
+    }
+
+    /// `variant`'s measured window starts now.
+    pub fn window_start(&self, variant: usize) {
+        self.accounts[variant].from.store(self.ns(Instant::now()), Relaxed);
+    }
+
+    /// `variant`'s measured window ends now.
+    pub fn window_end(&self, variant: usize) {
+        self.accounts[variant].to.store(self.ns(Instant::now()), Relaxed);
+    }
+
+    /// The time `variant`'s workers were at work in its window, summed over workers.
+    pub fn at_work(&self, variant: usize) -> Duration {
+        Duration::from_nanos(self.accounts[variant].at_work_ns.load(Relaxed))
     }
 }
 
-/// A worker that starts units only in its variant's slices.
+/// A worker that starts units only in its variant's slices, once the others' have finished.
 pub struct Sliced<'a> {
     pub inner: Box<dyn Worker + 'a>,
     pub slices: &'a Slices,
     pub variant: usize,
+    /// When this worker's current unit started, while it is at work.
+    at_work_since: Option<Instant>,
+}
+
+impl<'a> Sliced<'a> {
+    pub fn new(inner: Box<dyn Worker + 'a>, slices: &'a Slices, variant: usize) -> Self {
+        Self { inner, slices, variant, at_work_since: None }
+    }
+
+    /// Waits until this worker may start a unit (its slice, the others' last units ended);
+    /// returns how long that took.
+    fn start_work(&mut self) -> Duration {
+        let asked = Instant::now();
+        loop {
+            let wait = self.slices.enter(self.variant);
+            if wait.is_zero() {
+                break;
+            }
+            std::thread::sleep(wait);
+        }
+        let now = Instant::now();
+        self.at_work_since = Some(now);
+        now - asked
+    }
+
+    fn stop_work(&mut self) {
+        if let Some(since) = self.at_work_since.take() {
+            self.slices.leave(self.variant, since);
+        }
+    }
 }
 
 impl Worker for Sliced<'_> {
+    /// The driver has slept the pause to this worker's slice; within it, the unit may
+    /// still have to wait a moment for the previous variant's last units. That wait is
+    /// neither the unit's response time nor driver code.
     fn run_unit(&mut self, rec: &mut UnitRecorder) -> anyhow::Result<Outcome> {
+        let waited = self.start_work();
+        rec.untimed(waited);
         self.inner.run_unit(rec)
     }
 
+    /// The previous unit (with what the driver did after it: an injected busy-wait, its
+    /// counting) ends here, so the time at work spans from one unit's start to this pause.
+    /// A worker with no pause of its own sleeps until its next slice.
     fn pause(&mut self) -> anyhow::Result<Duration> {
+        self.stop_work();
         let own = self.inner.pause()?;
-        Ok(own.max(self.slices.wait(self.variant)))
+        Ok(if own.is_zero() { self.slices.wait(self.variant) } else { own })
+    }
+}
+
+impl Drop for Sliced<'_> {
+    /// A worker that stops mid-slice must not hold the others back.
+    fn drop(&mut self) {
+        self.stop_work();
     }
 }
 
@@ -99,9 +212,13 @@ impl Worker for Sliced<'_> {
 mod tests {
     use super::*;
 
+    fn slices(variants: usize, slice: Duration, origin: Instant, seed: u64) -> Slices {
+        Slices::new(variants, slice, origin, seed, Board::local(variants))
+    }
+
     #[test]
     fn every_round_gives_each_variant_one_slice_in_a_seeded_order() {
-        let s = Slices::new(3, Duration::from_secs(1), Instant::now(), 7);
+        let s = slices(3, Duration::from_secs(1), Instant::now(), 7);
         let mut orders = std::collections::BTreeSet::new();
         for round in -3..40i64 {
             let mut owners: Vec<usize> = (0..3).map(|p| s.owner(3 * round + p)).collect();
@@ -110,30 +227,49 @@ mod tests {
             assert_eq!(owners, vec![0, 1, 2], "round {round}");
         }
         assert!(orders.len() >= 4, "the order varies from round to round: {orders:?}");
-        let again = Slices::new(3, Duration::from_secs(1), Instant::now(), 7);
+        let again = slices(3, Duration::from_secs(1), Instant::now(), 7);
         assert!((0..30).all(|k| s.owner(k) == again.owner(k)), "the seed fixes the schedule");
-    }
-
-    #[test]
-    fn active_time_splits_any_window_between_the_variants() {
-        let origin = Instant::now();
-        let s = Slices::new(2, Duration::from_millis(500), origin, 1);
-        let (from, to) = (origin + Duration::from_millis(130), origin + Duration::from_millis(10_370));
-        let (a, b) = (s.active(0, from, to), s.active(1, from, to));
-        assert_eq!(a + b, to - from);
-        // Whole rounds split evenly; the partial slices at the two ends add up to one slice.
-        assert!(a.abs_diff(b) <= Duration::from_millis(500), "{a:?} vs {b:?}");
-        let whole = (origin, origin + Duration::from_secs(10));
-        assert_eq!(s.active(0, whole.0, whole.1), Duration::from_secs(5));
     }
 
     #[test]
     fn a_variant_waits_until_its_own_slice_and_not_within_it() {
         let origin = Instant::now() - Duration::from_millis(10);
-        let s = Slices::new(2, Duration::from_secs(100), origin, 3);
+        let s = slices(2, Duration::from_secs(100), origin, 3);
         let (mine, other) = (s.owner(0), 1 - s.owner(0));
         assert_eq!(s.wait(mine), Duration::ZERO);
         let w = s.wait(other);
         assert!(w > Duration::from_secs(99) && w <= Duration::from_secs(200), "{w:?}");
+    }
+
+    #[test]
+    fn a_slice_starts_only_when_the_previous_variants_last_unit_has_ended() {
+        let slice = Duration::from_millis(40);
+        let s = slices(2, slice, Instant::now(), 5);
+        let (first, second) = (s.owner(0), s.owner(1));
+        assert_eq!(s.enter(first), Duration::ZERO, "slice 0 is the first variant's");
+        std::thread::sleep(s.start(1).saturating_duration_since(Instant::now()) + Duration::from_millis(2));
+        assert_eq!(s.enter(second), DRAIN_POLL, "the first variant's unit still runs");
+        s.leave(first, Instant::now());
+        assert_eq!(s.enter(second), Duration::ZERO);
+        assert!(s.enter(first) > Duration::ZERO, "the first variant's slice is over");
+    }
+
+    #[test]
+    fn time_at_work_counts_the_units_that_end_inside_the_window() {
+        let s = slices(1, Duration::from_secs(100), Instant::now(), 1);
+        let unit = |ms| {
+            assert_eq!(s.enter(0), Duration::ZERO);
+            let from = Instant::now();
+            std::thread::sleep(Duration::from_millis(ms));
+            s.leave(0, from);
+        };
+        unit(5);
+        s.window_start(0);
+        unit(20);
+        unit(30);
+        s.window_end(0);
+        unit(40);
+        let t = s.at_work(0);
+        assert!(t >= Duration::from_millis(50) && t < Duration::from_millis(65), "{t:?}");
     }
 }

@@ -20,6 +20,8 @@ pub struct SharedTurns {
     pub places: Vec<usize>,
     /// Places in a round, across every process.
     pub of: usize,
+    /// The file that counts every place's units in flight (`run::board`).
+    pub board: std::path::PathBuf,
 }
 
 impl SharedTurns {
@@ -90,11 +92,15 @@ mod tests {
         assert!(parse_go("go").is_err());
     }
 
+    fn turns(places: &[usize]) -> SharedTurns {
+        SharedTurns { places: places.to_vec(), of: 3, board: "turns.board".into() }
+    }
+
     #[test]
     fn places_must_be_distinct_and_inside_the_round() {
-        assert!(SharedTurns { places: vec![0, 2], of: 3 }.check(2).is_ok());
-        assert!(SharedTurns { places: vec![1, 1], of: 3 }.check(2).is_err());
-        assert!(SharedTurns { places: vec![0, 3], of: 3 }.check(2).is_err());
-        assert!(SharedTurns { places: vec![0], of: 3 }.check(2).is_err());
+        assert!(turns(&[0, 2]).check(2).is_ok());
+        assert!(turns(&[1, 1]).check(2).is_err());
+        assert!(turns(&[0, 3]).check(2).is_err());
+        assert!(turns(&[0]).check(2).is_err());
     }
 }

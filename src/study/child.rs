@@ -7,6 +7,7 @@ use crate::driver::RunStatus;
 use crate::interrupt;
 use crate::record::RunRecord;
 use crate::report::CanaryResult;
+use crate::run::board::Board;
 use crate::run::start::SharedTurns;
 use crate::run::{DbSpec, LimitScope, Limits, PacingSpec, RunSpec, Side, TelemetrySpec};
 use crate::targets::Engine;
@@ -20,6 +21,8 @@ pub struct Context<'a> {
     pub exe: &'a Path,
     pub study: &'a StudyFile,
     pub out: &'a Path,
+    /// The study's work directory (variants, scratch files), torn down with the study.
+    pub work: &'a Path,
 }
 
 const SCAN_COPY: &str = "canary-scan.db";
@@ -265,11 +268,16 @@ pub fn run_interleaved(
     let of = groups.iter().map(Vec::len).sum();
     let mut places = 0..of;
     let mut ooms = Vec::new();
+    let board = ctx.work.join(format!("{tag}-{}.turns", slug(&w.label())));
+    let shared = groups.len() > 1;
     let commands = groups
         .iter()
         .map(|sides| {
-            let turns =
-                (groups.len() > 1).then(|| SharedTurns { places: places.by_ref().take(sides.len()).collect(), of });
+            let turns = shared.then(|| SharedTurns {
+                places: places.by_ref().take(sides.len()).collect(),
+                of,
+                board: board.clone(),
+            });
             for (_, p) in sides {
                 p.ensure_in_force()?;
             }
@@ -279,7 +287,12 @@ pub fn run_interleaved(
             })
         })
         .collect::<Result<Vec<_>>>();
-    let commands = match commands {
+    let commands = match commands.and_then(|c| {
+        if shared {
+            Board::create(&board, of)?;
+        }
+        Ok(c)
+    }) {
         Ok(c) => c,
         Err(e) => return groups.iter().map(|g| g.iter().map(|_| Err(anyhow::anyhow!("{e:#}"))).collect()).collect(),
     };
@@ -289,6 +302,7 @@ pub fn run_interleaved(
         1 => children.into_iter().map(|(cmd, log)| wait(cmd, log)).collect(),
         _ => super::turns::run_together(children),
     };
+    let _ = std::fs::remove_file(&board);
     groups
         .iter()
         .zip(paths.iter().zip(statuses))

@@ -97,7 +97,7 @@ fn run_blocks(
     let started_at = now();
     let work = WorkDir::new(&out_dir, &format!("study {id} work directory"))?;
     let exe = std::env::current_exe()?;
-    let ctx = child::Context { exe: &exe, study, out: &out_dir };
+    let ctx = child::Context { exe: &exe, study, out: &out_dir, work: work.path() };
 
     eprintln!("study {id} '{}': results store {}, output {}", study.name, store.path.display(), out_dir.display());
     for w in &study.warnings {
