@@ -144,6 +144,9 @@ fn a_memory_limit_makes_a_database_larger_than_it_read_from_storage() {
     let kb = measure(&limited, "storage KB read per unit").expect("a measure under a memory limit");
     assert!(kb["value"].as_f64().unwrap() > 1.0, "{kb}");
     assert!(measure(&free, "storage KB read per unit").is_none());
+    // Writes are a measure in cache too: every order commits to the WAL.
+    let written = measure(&free, "storage KB written per unit").and_then(|m| m["value"].as_f64());
+    assert!(written.is_some_and(|kb| kb > 0.1 && kb < 1000.0), "{written:?} KB written per order");
     assert!(limited["limits"]["usage"]["memory_peak_mb"].as_f64().unwrap() > 0.0, "{}", limited["limits"]);
     // A limit that cannot hold the run itself, and one on a server dbvs does not manage.
     let o = dbvs(&["run", "--target", &db, "--size", "40MB", "--memory", "1MB", "--no-store"]);

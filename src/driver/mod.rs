@@ -8,6 +8,7 @@
 pub mod stats;
 
 use crate::interrupt::{self, Stop};
+use crate::sys::StorageIo;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use stats::{Counters, SharedStats};
@@ -102,10 +103,18 @@ pub struct IntervalSample {
     pub sampled_ms: f64,
     pub rollbacks: u64,
     pub rollback_pct: f64,
+    /// Unit latency percentiles of the units finished in this interval (absent in records
+    /// written before they were kept).
+    #[serde(default)]
+    pub p50_ms: f64,
+    #[serde(default)]
+    pub p95_ms: f64,
+    #[serde(default)]
+    pub p99_ms: f64,
 }
 
 impl IntervalSample {
-    fn new(et: Duration, now: Counters, prev: Counters, since_prev: Duration) -> Self {
+    fn new(et: Duration, now: Counters, prev: Counters, since_prev: Duration, q: stats::IntervalQuantiles) -> Self {
         let et_s = et.as_secs_f64();
         let per = |n: u64, secs: f64| if secs > 0.0 { 60.0 * n as f64 / secs } else { 0.0 };
         let avg = |us: u64, n: u64| if n > 0 { us as f64 / n as f64 / 1000.0 } else { 0.0 };
@@ -120,6 +129,9 @@ impl IntervalSample {
             sampled_ms: avg(now.unit_us_sum - prev.unit_us_sum, d_units),
             rollbacks: now.rollbacks,
             rollback_pct: if now.units > 0 { 100.0 * now.rollbacks as f64 / now.units as f64 } else { 0.0 },
+            p50_ms: q.p50_ms,
+            p95_ms: q.p95_ms,
+            p99_ms: q.p99_ms,
         }
     }
 }
@@ -257,7 +269,7 @@ pub fn run<'w>(
             }
             if et - prev.1 >= pacing.report_interval {
                 let c = stats.counters();
-                let sample = IntervalSample::new(et, c, prev.0, et - prev.1);
+                let sample = IntervalSample::new(et, c, prev.0, et - prev.1, stats.take_interval());
                 observe(Event::Interval { sample: &sample, warmup });
                 if !warmup {
                     intervals.push(sample);
@@ -310,8 +322,8 @@ fn work(
     let mut rec = UnitRecorder::default();
     let think = pacing.think_time.as_secs_f64();
     let mut done = 0;
-    // The thread's storage reads when it started its first measured unit.
-    let mut reads_from: Option<Option<u64>> = None;
+    // The thread's storage I/O when it started its first measured unit.
+    let mut io_from: Option<Option<StorageIo>> = None;
     while !stop.is_requested() && pacing.iterations.is_none_or(|n| done < n) {
         match worker.pause() {
             Ok(d) if d.is_zero() => {}
@@ -322,8 +334,8 @@ fn work(
             }
             Err(e) => return fail(format!("{e:#}")),
         }
-        if reads_from.is_none() && phase.load(Relaxed) == PHASE_MEASURE {
-            reads_from = Some(thread_read_bytes());
+        if io_from.is_none() && phase.load(Relaxed) == PHASE_MEASURE {
+            io_from = Some(StorageIo::of("thread-self"));
         }
         rec.clear();
         let t0 = Instant::now();
@@ -349,16 +361,9 @@ fn work(
             break;
         }
     }
-    if let (Some(Some(from)), Some(to)) = (reads_from, thread_read_bytes()) {
-        stats.add_storage_reads(to.saturating_sub(from));
+    if let (Some(Some(from)), Some(to)) = (io_from, StorageIo::of("thread-self")) {
+        stats.add_storage_io(to.since(from));
     }
-}
-
-/// Bytes the calling thread has had read from storage so far (`read_bytes` in
-/// /proc/thread-self/io); `None` where the kernel does not account I/O per task.
-fn thread_read_bytes() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/thread-self/io").ok()?;
-    text.lines().find_map(|l| l.strip_prefix("read_bytes:")).and_then(|v| v.trim().parse().ok())
 }
 
 /// CPU time the calling thread has used so far (user and system).

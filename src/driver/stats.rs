@@ -86,6 +86,16 @@ pub enum Outcome {
 struct WorkerHistograms {
     unit: Histogram<u64>,
     ops: Vec<Histogram<u64>>,
+    /// Unit latencies since the last report interval.
+    interval: Histogram<u64>,
+}
+
+/// Unit latency percentiles of one report interval, in milliseconds (0 without units).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct IntervalQuantiles {
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
 }
 
 /// Percentiles of one latency distribution, in milliseconds.
@@ -144,6 +154,7 @@ pub struct SharedStats {
     worker_cpu_ns: AtomicU64,
     /// Bytes the workers' threads read from storage (not the page cache) while measuring.
     storage_read_bytes: AtomicU64,
+    storage_write_bytes: AtomicU64,
     committed_from_start: AtomicU64,
     rolled_back_from_start: AtomicU64,
     ops_from_start: Vec<AtomicU64>,
@@ -202,6 +213,8 @@ pub struct Measured {
     /// Bytes the workers' threads read from storage while measuring: with an embedded
     /// engine, its page-cache misses (the kernel's per-thread I/O accounting).
     pub storage_read_bytes: u64,
+    /// Bytes the workers' threads dirtied for storage while measuring (the same accounting).
+    pub storage_write_bytes: u64,
     /// CPU seconds a managed server's processes used over the window (set by the run
     /// engine, which knows the server; zero without one).
     pub server_cpu_s: f64,
@@ -220,6 +233,7 @@ impl SharedStats {
             worker_busy_ns: AtomicU64::new(0),
             worker_cpu_ns: AtomicU64::new(0),
             storage_read_bytes: AtomicU64::new(0),
+            storage_write_bytes: AtomicU64::new(0),
             committed_from_start: AtomicU64::new(0),
             rolled_back_from_start: AtomicU64::new(0),
             ops_from_start: (0..ops).map(|_| AtomicU64::new(0)).collect(),
@@ -228,6 +242,7 @@ impl SharedStats {
                     Mutex::new(WorkerHistograms {
                         unit: new_histogram(),
                         ops: (0..ops).map(|_| new_histogram()).collect(),
+                        interval: new_histogram(),
                     })
                 })
                 .collect(),
@@ -268,6 +283,7 @@ impl SharedStats {
         }
         let mut h = self.workers[worker % self.workers.len()].lock().unwrap_or_else(|p| p.into_inner());
         h.unit.saturating_record(unit_us);
+        h.interval.saturating_record(unit_us);
         for (op, took) in &rec.ops {
             h.ops[*op].saturating_record(took.as_micros() as u64);
         }
@@ -284,9 +300,10 @@ impl SharedStats {
         self.worker_cpu_ns.fetch_add(cpu.as_nanos() as u64, Relaxed);
     }
 
-    /// Adds what one worker's thread read from storage over the measured window.
-    pub fn add_storage_reads(&self, bytes: u64) {
-        self.storage_read_bytes.fetch_add(bytes, Relaxed);
+    /// Adds what one worker's thread read from and wrote to storage over the measured window.
+    pub fn add_storage_io(&self, io: crate::sys::StorageIo) {
+        self.storage_read_bytes.fetch_add(io.read, Relaxed);
+        self.storage_write_bytes.fetch_add(io.write, Relaxed);
     }
 
     /// Zeroes the measured statistics; called once when warmup ends.
@@ -311,7 +328,23 @@ impl SharedStats {
             let mut h = w.lock().unwrap_or_else(|p| p.into_inner());
             h.unit.reset();
             h.ops.iter_mut().for_each(Histogram::reset);
+            h.interval.reset();
         }
+    }
+
+    /// The unit latency percentiles since the last call, merged exactly over the shards.
+    pub fn take_interval(&self) -> IntervalQuantiles {
+        let mut all = new_histogram();
+        for w in &self.workers {
+            let mut h = w.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = all.add(&h.interval);
+            h.interval.reset();
+        }
+        if all.is_empty() {
+            return IntervalQuantiles::default();
+        }
+        let ms = |q: f64| all.value_at_quantile(q) as f64 / 1000.0;
+        IntervalQuantiles { p50_ms: ms(0.5), p95_ms: ms(0.95), p99_ms: ms(0.99) }
     }
 
     pub fn counters(&self) -> Counters {
@@ -362,6 +395,7 @@ impl SharedStats {
             },
             worker_cpu_s: self.worker_cpu_ns.load(Relaxed) as f64 / 1e9,
             storage_read_bytes: self.storage_read_bytes.load(Relaxed),
+            storage_write_bytes: self.storage_write_bytes.load(Relaxed),
             server_cpu_s: 0.0,
         }
     }
@@ -418,6 +452,23 @@ mod tests {
         s.reset_measured();
         let m = s.measured(&["a"]);
         assert!(m.retries_by_cause.is_empty() && m.events.is_empty());
+    }
+
+    #[test]
+    fn interval_percentiles_merge_every_worker_and_start_afresh() {
+        let s = SharedStats::new(4, 1);
+        // 100 units of 1..=100 ms, spread over the workers' shards.
+        for ms in 1..=100 {
+            s.record(ms as usize % 4, &unit(&[(0, ms)]), Outcome::Committed);
+        }
+        let q = s.take_interval();
+        assert!(
+            (q.p50_ms - 50.0).abs() < 0.1 && (q.p95_ms - 95.0).abs() < 0.1 && (q.p99_ms - 99.0).abs() < 0.1,
+            "{q:?}"
+        );
+        assert_eq!(s.take_interval(), IntervalQuantiles::default(), "the next interval has no units yet");
+        s.record(0, &unit(&[(0, 7)]), Outcome::Committed);
+        assert!((s.take_interval().p99_ms - 7.0).abs() < 0.01);
     }
 
     #[test]

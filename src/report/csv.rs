@@ -66,13 +66,14 @@ fn place(p: &Placed) -> String {
 /// (`et_s` from the window's start; rates per minute).
 pub fn intervals(runs: &[Placed]) -> String {
     let mut out = String::from(
-        "run_id,block,variant,workload,et_s,units,per_min,interval_per_min,avg_ms,sampled_ms,lastn_max_ms,rollback_pct\n",
+        "run_id,block,variant,workload,et_s,units,per_min,interval_per_min,avg_ms,sampled_ms,lastn_max_ms,rollback_pct,\
+         p50_ms,p95_ms,p99_ms\n",
     );
     for p in runs {
         for s in &p.record.intervals {
             let _ = writeln!(
                 out,
-                "{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{}",
                 place(p),
                 s.et_s,
                 s.units,
@@ -81,7 +82,10 @@ pub fn intervals(runs: &[Placed]) -> String {
                 s.avg_ms,
                 s.sampled_ms,
                 s.lastn_max_ms,
-                s.rollback_pct
+                s.rollback_pct,
+                s.p50_ms,
+                s.p95_ms,
+                s.p99_ms
             );
         }
     }
@@ -142,7 +146,8 @@ mod tests {
                 {"et_s": 1.0, "units": 10, "per_min": 600.0, "interval_per_min": 600.0, "lastn_max_ms": 3.0,
                  "avg_ms": 1.5, "sampled_ms": 1.5, "rollbacks": 0, "rollback_pct": 0.0},
                 {"et_s": 2.0, "units": 30, "per_min": 900.0, "interval_per_min": 1200.0, "lastn_max_ms": 3.0,
-                 "avg_ms": 1.0, "sampled_ms": 0.8, "rollbacks": 1, "rollback_pct": 3.3}
+                 "avg_ms": 1.0, "sampled_ms": 0.8, "rollbacks": 1, "rollback_pct": 3.3,
+                 "p50_ms": 0.7, "p95_ms": 2.5, "p99_ms": 3.0}
             ]
         }))
         .unwrap();
@@ -150,7 +155,9 @@ mod tests {
             super::intervals(&[super::Placed { run_id: 7, block: Some(0), variant: "plain, v2", record: &record }]);
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines.len(), 3, "{csv}");
-        assert_eq!(lines[2], "7,1,\"plain, v2\",ds2,2,30,900,1200,1,0.8,3,3.3");
+        // A record from before the percentiles were kept reads them as 0.
+        assert!(lines[1].ends_with(",0,0,0"), "{}", lines[1]);
+        assert_eq!(lines[2], "7,1,\"plain, v2\",ds2,2,30,900,1200,1,0.8,3,3.3,0.7,2.5,3");
         assert_eq!(super::telemetry(&[]).lines().count(), 1, "a header only");
     }
 }

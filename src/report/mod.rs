@@ -109,6 +109,9 @@ pub struct VariantReport {
     /// The machine during the headline workload's runs, averaged over them.
     #[serde(default)]
     pub telemetry: Option<VariantTelemetry>,
+    /// The same for each of the study's other workloads (by label), in the study's order.
+    #[serde(default)]
+    pub other_workloads: Vec<(String, VariantTelemetry)>,
     /// What the variant's cgroup limits did per run, averaged over those runs.
     #[serde(default)]
     pub limits: Option<crate::sys::cgroup::Usage>,
@@ -302,6 +305,7 @@ pub(crate) mod sample {
             latency: lat.clone(),
             series: xs.iter().take(2).enumerate().map(|(i, x)| (10.0 * (i + 1) as f64, *x)).collect(),
             telemetry: None,
+            other_workloads: vec![],
             limits: None,
             per_instance: vec![],
         };

@@ -1,6 +1,6 @@
 //! The report's tables as rows of text, shared by the Markdown and HTML exporters.
 
-use super::{RunRow, StudyReport};
+use super::{RunRow, StudyReport, VariantReport, VariantTelemetry};
 use crate::status::Status;
 
 pub struct Table {
@@ -261,18 +261,58 @@ pub fn means(r: &StudyReport) -> Table {
     Table { title: "Mean per variant, +-% at 95% confidence".into(), header, rows }
 }
 
-/// Seeds 000 and 001's machine table: CPU, pressure and power per variant, averaged over
-/// the measurement windows of the headline workload's runs.
-pub fn machine(r: &StudyReport) -> Table {
-    let rows = r
-        .variants
+/// One variant's telemetry over one workload's runs: a row of the machine and disk tables.
+struct TelemetryRow<'a> {
+    variant: &'a VariantReport,
+    /// The workload's label, when the study has several.
+    workload: Option<&'a str>,
+    t: &'a VariantTelemetry,
+}
+
+impl TelemetryRow<'_> {
+    /// The row's leading cells: the variant, and its workload when there are several.
+    fn lead(&self) -> Vec<String> {
+        let mut cells = vec![self.variant.info.name.clone()];
+        cells.extend(self.workload.map(String::from));
+        cells
+    }
+}
+
+/// Every variant's telemetry: the headline workload's, then each other workload's.
+fn telemetries(r: &StudyReport) -> Vec<TelemetryRow<'_>> {
+    let several = r.variants.iter().any(|v| !v.other_workloads.is_empty());
+    let headline = several.then_some(r.measures.first().map_or("", |m| m.measure.workload.as_str()));
+    r.variants
         .iter()
-        .filter_map(|v| {
-            let t = v.telemetry.as_ref()?;
+        .flat_map(|v| {
+            let first = v.telemetry.as_ref().map(|t| TelemetryRow { variant: v, workload: headline, t });
+            let others = v.other_workloads.iter().map(move |(w, t)| TelemetryRow { variant: v, workload: Some(w), t });
+            first.into_iter().chain(others)
+        })
+        .collect()
+}
+
+/// The tables' leading header cells for `rows`.
+fn lead_header(rows: &[TelemetryRow]) -> Vec<String> {
+    let mut cells = vec!["variant".to_string()];
+    if rows.iter().any(|r| r.workload.is_some()) {
+        cells.push("workload".into());
+    }
+    cells
+}
+
+/// Seeds 000 and 001's machine table: CPU, pressure and power per variant (and workload),
+/// averaged over the measurement windows of the runs.
+pub fn machine(r: &StudyReport) -> Table {
+    let all = telemetries(r);
+    let rows = all
+        .iter()
+        .map(|row| {
+            let (v, t) = (row.variant, row.t);
             let w = &t.window;
             let p = &t.power;
-            Some(vec![
-                v.info.name.clone(),
+            let mut row = row.lead();
+            row.extend([
                 format!("{:.1}", w.cpu_busy_pct),
                 format!(
                     "{:.1} / {:.1} / {:.1} / {:.1}",
@@ -290,34 +330,39 @@ pub fn machine(r: &StudyReport) -> Table {
                 p.per_watt
                     .map_or("-".into(), |x| format!("{} {}", number(x), p.per_watt_unit.as_deref().unwrap_or(""))),
                 v.limits.as_ref().map_or("-".into(), crate::sys::cgroup::describe),
-            ])
+            ]);
+            row
         })
         .collect();
-    let header = [
-        "variant",
-        "CPU busy %",
-        "user / system / iowait / steal %",
-        "dbvs % of a core",
-        "server % of a core",
-        "PSI cpu / io %",
-        "ctx switches/s",
-        "power W",
-        "per watt",
-        "cgroup limits, per run",
-    ];
-    Table { title: "Machine during the runs (window averages)".into(), header: header.map(String::from).to_vec(), rows }
+    let mut header = lead_header(&all);
+    header.extend(
+        [
+            "CPU busy %",
+            "user / system / iowait / steal %",
+            "dbvs % of a core",
+            "server % of a core",
+            "PSI cpu / io %",
+            "ctx switches/s",
+            "power W",
+            "per watt",
+            "cgroup limits, per run",
+        ]
+        .map(String::from),
+    );
+    Table { title: "Machine during the runs (window averages)".into(), header, rows }
 }
 
-/// Per variant and device under its volumes: iostat's figures (both the upper and the backing
-/// device of an encrypted layer; the log's devices when a server's log is kept apart).
+/// Per variant (and workload) and device under its volumes: iostat's figures (both the
+/// upper and the backing device of an encrypted layer; the log's devices when a server's
+/// log is kept apart).
 pub fn disks(r: &StudyReport) -> Table {
+    let all = telemetries(r);
     let mut rows = Vec::new();
-    for v in &r.variants {
-        let Some(t) = &v.telemetry else { continue };
-        for (d, x) in &t.window.disks {
-            rows.push(vec![
-                v.info.name.clone(),
-                crate::telemetry::devices::describe(d, &t.layers),
+    for row in &all {
+        for (d, x) in &row.t.window.disks {
+            let mut cells = row.lead();
+            cells.extend([
+                crate::telemetry::devices::describe(d, &row.t.layers),
                 format!("{:.1}", x.reads_s),
                 format!("{:.1}", x.writes_s),
                 format!("{:.1}", x.tps),
@@ -326,10 +371,14 @@ pub fn disks(r: &StudyReport) -> Table {
                 format!("{:.2}", x.await_ms),
                 format!("{:.1}", x.util_pct),
             ]);
+            rows.push(cells);
         }
     }
-    let header = ["variant", "device", "r/s", "w/s", "transfers/s", "read MB/s", "write MB/s", "await ms", "util %"];
-    Table { title: "Disks under the data (window averages)".into(), header: header.map(String::from).to_vec(), rows }
+    let mut header = lead_header(&all);
+    header.extend(
+        ["device", "r/s", "w/s", "transfers/s", "read MB/s", "write MB/s", "await ms", "util %"].map(String::from),
+    );
+    Table { title: "Disks under the data (window averages)".into(), header, rows }
 }
 
 /// Seeds 000 and 001's per-client table: each instance's headline (mean over runs) per
@@ -496,4 +545,36 @@ pub fn sut(r: &StudyReport) -> Table {
         rows.push(vec![format!("variant {}", i.name), s]);
     }
     Table { title: "System under test".into(), header: vec!["".into(), "".into()], rows }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn machine_and_disk_tables_cover_every_workload_of_a_study() {
+        let mut r = super::super::sample::report();
+        let t = |busy: f64| VariantTelemetry {
+            runs: 6,
+            window: crate::telemetry::Sample {
+                cpu_busy_pct: busy,
+                disks: [("vda".to_string(), Default::default())].into(),
+                ..Default::default()
+            },
+            power: Default::default(),
+            server_cpu: "n/a".into(),
+            layers: vec![],
+        };
+        assert!(machine(&r).rows.is_empty(), "no telemetry, no rows");
+        r.variants[0].telemetry = Some(t(41.0));
+        assert_eq!(machine(&r).header[1], "CPU busy %", "one workload: no workload column");
+        r.variants[0].other_workloads = vec![("tpcc/profile-2".into(), t(77.0))];
+        let m = machine(&r);
+        assert_eq!(m.header[..3], ["variant", "workload", "CPU busy %"]);
+        assert_eq!(m.rows.len(), 2);
+        assert_eq!(m.rows[0][..3], ["plain", "ds2", "41.0"]);
+        assert_eq!(m.rows[1][..3], ["plain", "tpcc/profile-2", "77.0"]);
+        let d = disks(&r);
+        assert_eq!(d.rows.iter().map(|row| row[1].as_str()).collect::<Vec<_>>(), ["ds2", "tpcc/profile-2"]);
+    }
 }

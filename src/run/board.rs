@@ -1,8 +1,8 @@
 //! Who is at work: each place's units in flight in an interleaved run, so that a variant
 //! starts its slice only after the previous variant's last units have finished. Without
 //! it, a slow variant's last units ran on into the next variant's slice: they counted for
-//! the slow variant while the next one shared the machine with them. At 250 ms slices that
-//! made a variant with 16 ms units 4% faster than 2 s slices showed it.
+//! the slow variant while the next one shared the machine with them. With 100 ms slices
+//! (one thread, 1 ms against 25 ms of busy-wait per order) the ratio came out 5% high.
 //!
 //! In one process the counts are atomics in memory; processes that take turns with each
 //! other (`run::start`) map one small file, `places` counters of four bytes.

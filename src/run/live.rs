@@ -10,6 +10,8 @@ const RATE: Family = gauge("dbvs_run_units_per_minute", "Units per minute within
 const LATENCY_AVG: Family =
     gauge("dbvs_run_unit_latency_avg_ms", "Mean latency of the units finished in the last report interval.");
 const LATENCY_MAX: Family = gauge("dbvs_run_unit_latency_max_ms", "Longest unit latency in the last report interval.");
+const LATENCY: Family =
+    gauge("dbvs_run_unit_latency_ms", "Unit latency percentiles of the units finished in the last report interval.");
 const ROLLBACKS: Family = gauge("dbvs_run_rollback_percent", "Rolled-back units since the reset, percent.");
 
 /// Publishes one report interval of instance (or side) `index`.
@@ -21,5 +23,8 @@ pub fn interval(e: &Exporter, index: usize, workload: &str, s: &IntervalSample, 
     e.set(RATE, &labels, s.interval_per_min);
     e.set(LATENCY_AVG, &labels, s.sampled_ms);
     e.set(LATENCY_MAX, &labels, s.lastn_max_ms);
+    for (q, v) in [("0.5", s.p50_ms), ("0.95", s.p95_ms), ("0.99", s.p99_ms)] {
+        e.set(LATENCY, &[labels[0], labels[1], ("quantile", q)], v);
+    }
     e.set(ROLLBACKS, &labels, s.rollback_pct);
 }

@@ -19,7 +19,7 @@ use crate::driver::{self, Event, Pacing, RunStatus};
 use crate::host::Env;
 use crate::record::RunRecord;
 use crate::store::Store;
-use crate::sys::create_output;
+use crate::sys::{create_output, StorageIo};
 use crate::targets::Engine;
 use crate::workloads::{Kind, Measure, Standalone, Workload};
 use anyhow::Result;
@@ -215,7 +215,7 @@ impl SetUp {
                     let (pacing, sampler, bar, start, server) = (&pacing, &sampler, &bar, &start, &server);
                     s.spawn(move || {
                         start.wait();
-                        // One instance's share of the FUSE daemons' and the server's reads
+                        // One instance's share of the FUSE daemons' and the server's I/O
                         // cannot be told apart; the first carries them.
                         let live = live.as_ref().map(|e| (e, i));
                         let side = match i {
@@ -326,6 +326,10 @@ fn settle(instances: &[Instance], idle: Duration) -> Result<f64> {
 ///   daemon, the kernel's writeback) is not in it;
 /// - with a managed server (`server`), the CPU time of its processes, every thread and
 ///   background worker (checkpointer, WAL writer, InnoDB's threads);
+/// - on every engine, the KB written for storage: what the engine (its worker threads, or
+///   the managed server's processes) and its FUSE daemons dirtied (the WAL, checkpoints,
+///   a FUSE layer's ciphertext); `None` for a run that wrote nothing, where a ratio means
+///   nothing;
 /// - under a memory limit (`memory_limited`), on every engine, the KB read from storage:
 ///   the engine's page-cache misses (its worker threads', or the managed server's
 ///   processes') plus its FUSE daemons' reads, what the regime costs.
@@ -350,6 +354,9 @@ pub fn cost_measures(
     if server {
         own.push(Measure::lower("server CPU per unit", "ms", per_unit(|m| 1e3 * m.server_cpu_s)));
     }
+    let written =
+        measured.filter(|m| m.storage_write_bytes > 0).map(|m| m.storage_write_bytes as f64 / 1024.0 / m.units as f64);
+    own.push(Measure::lower("storage KB written per unit", "KB", written));
     if memory_limited {
         own.push(Measure::lower("storage KB read per unit", "KB", per_unit(|m| m.storage_read_bytes as f64 / 1024.0)));
     }
@@ -420,7 +427,7 @@ fn measure(
 ) -> driver::RunResult {
     let turn = side.turn;
     let mut counter = Counter { start: None, end: None, error: None };
-    let mut daemon_reads = (0, 0);
+    let mut others_io = (StorageIo::default(), StorageIo::default());
     let mut server_cpu = (Duration::ZERO, Duration::ZERO);
     let make_worker = |i| -> Result<Box<dyn driver::Worker + '_>> {
         let inner = workload.worker(db, meta, i)?;
@@ -460,7 +467,7 @@ fn measure(
             }
             sampler.window_start();
             counter.start = counter.read(workload, db);
-            daemon_reads.0 = side.reads();
+            others_io.0 = side.io();
             server_cpu.0 = side.server_cpu();
         }
         Event::WindowEnd => {
@@ -469,11 +476,13 @@ fn measure(
             }
             sampler.window_end();
             counter.end = counter.read(workload, db);
-            daemon_reads.1 = side.reads();
+            others_io.1 = side.io();
             server_cpu.1 = side.server_cpu();
         }
     });
-    result.measured.storage_read_bytes += daemon_reads.1.saturating_sub(daemon_reads.0);
+    let io = others_io.1.since(others_io.0);
+    result.measured.storage_read_bytes += io.read;
+    result.measured.storage_write_bytes += io.write;
     result.measured.server_cpu_s = server_cpu.1.saturating_sub(server_cpu.0).as_secs_f64();
     if let Some((slices, variant)) = turn {
         result.elapsed_s = slices.at_work(variant).as_secs_f64() / pacing.threads.max(1) as f64;
@@ -504,24 +513,15 @@ struct Placement<'a> {
 
 impl Placement<'_> {
     /// Bytes the daemons and the server's processes have had read from storage so far.
-    fn reads(&self) -> u64 {
+    fn io(&self) -> StorageIo {
         let server = self.server.map_or(vec![], crate::telemetry::server_processes);
-        read_bytes(self.daemons) + read_bytes(&server)
+        StorageIo::of_processes(&[self.daemons, &server].concat())
     }
 
     /// CPU time the server's processes have used so far (zero without a managed server).
     fn server_cpu(&self) -> Duration {
         self.server.map_or(Duration::ZERO, |f| crate::telemetry::cpu_time(&crate::telemetry::server_processes(f)))
     }
-}
-
-/// Bytes the processes `pids` have had read from storage so far.
-fn read_bytes(pids: &[u32]) -> u64 {
-    let of = |pid: u32| -> Option<u64> {
-        let text = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
-        text.lines().find_map(|l| l.strip_prefix("read_bytes:")).and_then(|v| v.trim().parse().ok())
-    };
-    pids.iter().filter_map(|&p| of(p)).sum()
 }
 
 /// The workload's database counter at both ends of the window; the first failure is kept

@@ -43,7 +43,7 @@ pub struct StudyFile {
     #[serde(default = "default_idle_power", deserialize_with = "duration")]
     pub idle_power: Duration,
     /// Measure the variants in one run per block, taking turns in slices this long (e.g.
-    /// "250ms"), so they share the machine's noise. Variants with limits or AES-NI masked
+    /// "100ms"), so they share the machine's noise. Variants with limits or AES-NI masked
     /// take their turns from processes of their own (see `run::start`).
     #[serde(default, deserialize_with = "optional_duration")]
     pub interleave: Option<Duration>,
@@ -393,7 +393,7 @@ impl StudyFile {
             bail!("{}verdict: {problem}", at("verdict"));
         }
         if self.interleave.is_some_and(|s| s < Duration::from_millis(10) || s > Duration::from_secs(600)) {
-            bail!("{}interleave must be a slice from 10ms to 10m, e.g. interleave = \"250ms\"", at("interleave"));
+            bail!("{}interleave must be a slice from 10ms to 10m, e.g. interleave = \"100ms\"", at("interleave"));
         }
         Ok(())
     }

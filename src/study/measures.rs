@@ -158,9 +158,10 @@ mod tests {
                 .map(|m| m.name)
                 .collect::<Vec<_>>()
         };
-        assert_eq!(names(false, true), ["TPS", "server CPU per unit"]);
-        assert_eq!(names(true, false), ["TPS", "server CPU per unit", "system CPU busy %"]);
-        assert_eq!(names(true, true), ["TPS", "server CPU per unit", "system CPU busy %", "power", "work per watt"]);
+        let costs = ["TPS", "server CPU per unit", "storage KB written per unit"];
+        assert_eq!(names(false, true), costs);
+        assert_eq!(names(true, false), [&costs[..], &["system CPU busy %"]].concat());
+        assert_eq!(names(true, true), [&costs[..], &["system CPU busy %", "power", "work per watt"]].concat());
         let bignw: WorkloadConfig = toml::from_str("name = 'bignw'\nbenchmarks = [1]").unwrap();
         let alone = Setting { engine: Engine::Sqlite, alone: true, power: true };
         let b1 = of(&bignw.split().remove(0), 1, alone).unwrap();
@@ -187,8 +188,8 @@ mod tests {
     fn a_throughput_workload_also_compares_the_engines_cpu_per_unit() {
         let w: WorkloadConfig = toml::from_str("name = 'ds2'").unwrap();
         let names = |e| of(&w, 1, interleaved(e)).unwrap().into_iter().map(|m| m.name).collect::<Vec<_>>();
-        assert_eq!(names(Engine::Sqlite), ["OPM", "in-process CPU per unit"]);
-        assert_eq!(names(Engine::Mariadb), ["OPM", "server CPU per unit"]);
+        assert_eq!(names(Engine::Sqlite), ["OPM", "in-process CPU per unit", "storage KB written per unit"]);
+        assert_eq!(names(Engine::Mariadb), ["OPM", "server CPU per unit", "storage KB written per unit"]);
         let batch: WorkloadConfig = toml::from_str("name = 'batch'").unwrap();
         assert_eq!(
             of(&batch, 1, interleaved(Engine::Sqlite)).unwrap().len(),

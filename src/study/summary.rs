@@ -274,16 +274,20 @@ pub(super) fn build(i: Inputs) -> StudyReport {
     let measures = measure_reports(i.active, &given, &i.study.compare, i.study.seed, &i.study.verdict);
     let headline = &measures[0];
     let key = headline.measure.key();
+    let others: Vec<String> =
+        i.study.workloads.iter().map(|w| w.label()).filter(|l| *l != headline.measure.workload).collect();
     let mut variants: Vec<VariantReport> = i
         .active
         .iter()
         .map(|a| {
-            let completed: Vec<&RunRecord> = a
-                .records
-                .iter()
-                .filter(|(w, r)| *w == headline.measure.workload && r.status == RunStatus::Completed)
-                .map(|(_, r)| r)
-                .collect();
+            let completed_of = |workload: &str| -> Vec<&RunRecord> {
+                a.records
+                    .iter()
+                    .filter(|(w, r)| w == workload && r.status == RunStatus::Completed)
+                    .map(|(_, r)| r)
+                    .collect()
+            };
+            let completed = completed_of(&headline.measure.workload);
             VariantReport {
                 info: a.cfg.info(&base.cfg),
                 status: if a.failed.is_some() { VariantStatus::Failed } else { VariantStatus::Ran },
@@ -292,6 +296,10 @@ pub(super) fn build(i: Inputs) -> StudyReport {
                 latency: latency(&completed),
                 series: series(&completed),
                 telemetry: telemetry(&completed),
+                other_workloads: others
+                    .iter()
+                    .filter_map(|l| telemetry(&completed_of(l)).map(|t| (l.clone(), t)))
+                    .collect(),
                 limits: limits(&completed),
                 per_instance: per_instance(&completed),
             }
@@ -305,6 +313,7 @@ pub(super) fn build(i: Inputs) -> StudyReport {
         latency: BTreeMap::new(),
         series: vec![],
         telemetry: None,
+        other_workloads: vec![],
         limits: None,
         per_instance: vec![],
     }));

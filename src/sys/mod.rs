@@ -49,6 +49,37 @@ pub fn process_start_time(pid: u32) -> Option<u64> {
     after.split_whitespace().nth(19)?.parse().ok()
 }
 
+/// Bytes tasks had read from and written to storage, from the kernel's per-task I/O
+/// accounting (`/proc/<task>/io`): reads are page-cache misses; writes are counted when a
+/// page is first dirtied, so they include pages the task wrote back later or never.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StorageIo {
+    pub read: u64,
+    pub write: u64,
+}
+
+impl StorageIo {
+    /// One task's so far: `task` is `thread-self`, `self` or a pid; `None` where the kernel
+    /// does not account I/O per task.
+    pub fn of(task: &str) -> Option<Self> {
+        let text = std::fs::read_to_string(format!("/proc/{task}/io")).ok()?;
+        let field = |name| text.lines().find_map(|l| l.strip_prefix(name)).and_then(|v| v.trim().parse().ok());
+        Some(Self { read: field("read_bytes:")?, write: field("write_bytes:")? })
+    }
+
+    /// The processes' together (those that are gone count nothing).
+    pub fn of_processes(pids: &[u32]) -> Self {
+        pids.iter()
+            .filter_map(|p| Self::of(&p.to_string()))
+            .fold(Self::default(), |a, b| Self { read: a.read + b.read, write: a.write + b.write })
+    }
+
+    /// What was done between `earlier` and `self`.
+    pub fn since(self, earlier: Self) -> Self {
+        Self { read: self.read.saturating_sub(earlier.read), write: self.write.saturating_sub(earlier.write) }
+    }
+}
+
 /// `PID:START`: this process's identity for records other processes judge later.
 pub fn process_tag(pid: u32) -> String {
     format!("{pid}:{}", process_start_time(pid).unwrap_or(0))

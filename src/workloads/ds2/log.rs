@@ -57,6 +57,9 @@ mod tests {
             sampled_ms: 5.9,
             rollbacks: 25,
             rollback_pct: 2.026,
+            p50_ms: 5.0,
+            p95_ms: 12.0,
+            p99_ms: 30.0,
         };
         assert_eq!(
             interval_line(&s),
