@@ -27,6 +27,10 @@ pub trait Worker {
     fn pause(&mut self) -> anyhow::Result<Duration> {
         Ok(Duration::ZERO)
     }
+
+    /// The driver is done with the last unit: its injected busy-wait and its counting are
+    /// over, and a think time may follow.
+    fn unit_done(&mut self) {}
 }
 
 /// Restarts of one transaction before the run fails: a database that conflicts this often
@@ -357,6 +361,7 @@ fn work(
             stats.record(i, &rec, outcome);
             stats.account(&rec, t0.elapsed(), thread_cpu().saturating_sub(cpu0));
         }
+        worker.unit_done();
         if think > 0.0 && stop.sleep(Duration::from_secs_f64(rng.random_range(0.0..2.0 * think))) {
             break;
         }
@@ -498,7 +503,8 @@ mod tests {
         assert!(r.elapsed_s < 5.0, "{}", r.elapsed_s);
     }
 
-    struct Pauser(u32);
+    /// Pauses 10 ms three times, then a minute; counts the units the driver says are done.
+    struct Pauser(u32, std::sync::Arc<AtomicUsize>);
     impl Worker for Pauser {
         fn run_unit(&mut self, rec: &mut UnitRecorder) -> anyhow::Result<Outcome> {
             rec.op(0, Duration::from_micros(10));
@@ -508,15 +514,20 @@ mod tests {
             self.0 += 1;
             Ok(Duration::from_millis(if self.0 > 3 { 60_000 } else { 10 }))
         }
+        fn unit_done(&mut self) {
+            self.1.fetch_add(1, Relaxed);
+        }
     }
 
     #[test]
     fn pauses_are_slept_outside_units_and_cut_short_by_the_end() {
-        let mk = |_| Ok(Box::new(Pauser(0)) as Box<dyn Worker>);
+        let done = std::sync::Arc::new(AtomicUsize::new(0));
+        let mk = |_| Ok(Box::new(Pauser(0, done.clone())) as Box<dyn Worker>);
         let t = Instant::now();
         let r = run(&pacing(1, 0, 500), &["op"], &mk, &mut |_| {});
         assert_eq!(r.status, RunStatus::Completed);
         assert_eq!(r.measured.units, 3);
+        assert_eq!(done.load(Relaxed), 3, "the worker hears of every unit's end");
         assert!(t.elapsed() < Duration::from_secs(5));
     }
 }

@@ -8,7 +8,7 @@
 //! A worker starts units only in its variant's slices, and only once every other variant's
 //! units have finished ([`super::board`]), so no two variants ever share the machine
 //! ([`Sliced`]). A variant's rate is its units over its workers' time at work inside its
-//! measured window: from each unit's start to the start of the worker's next pause
+//! measured window: from each unit's start to the end of the driver's bookkeeping for it
 //! ([`Slices::at_work`]). That time runs past the slice's end by the last units' length and
 //! leaves out the wait for the others, so variants with long units and short ones are
 //! timed alike, and windows that start a few milliseconds apart do not favour anyone.
@@ -191,13 +191,18 @@ impl Worker for Sliced<'_> {
         self.inner.run_unit(rec)
     }
 
-    /// The previous unit (with what the driver did after it: an injected busy-wait, its
-    /// counting) ends here, so the time at work spans from one unit's start to this pause.
     /// A worker with no pause of its own sleeps until its next slice.
     fn pause(&mut self) -> anyhow::Result<Duration> {
-        self.stop_work();
         let own = self.inner.pause()?;
         Ok(if own.is_zero() { self.slices.wait(self.variant) } else { own })
+    }
+
+    /// The unit (with what the driver did after it: an injected busy-wait, its counting)
+    /// ends here, so the time at work spans from its start to here, and a think time
+    /// after it holds no one up.
+    fn unit_done(&mut self) {
+        self.stop_work();
+        self.inner.unit_done();
     }
 }
 
