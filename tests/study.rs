@@ -77,8 +77,10 @@ fn an_injected_slowdown_is_detected_with_a_ci_around_the_true_ratio() {
     // Interleaved, as the main job runs; the same study also checks how the slices were run.
     // The truth below assumes an order's own database work costs the same in both variants.
     // On a shared VM it does not quite: after the longer busy-wait it ran 0.1-0.14 ms slower
-    // (with or without PAUSE in the spin), which moves the ratio by about -0.012. Busy-waits
-    // of 4 and 6 ms dominate the cycle to keep that small, and the checks allow for it.
+    // (with or without PAUSE in the spin), which moves the ratio by about -0.012, and by up
+    // to -0.024 (0.726 against 0.750) in a run of the whole suite. Busy-waits of 4 and 6 ms
+    // dominate the cycle to keep that small, and the checks allow for it. (Timed by slice,
+    // the longer unit's overrun used to offset part of it; see the test after these.)
     let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let f = write_study(dir.path(), &busy_waits("slow", 6, "", &[("base", "4ms", ""), ("slower", "6ms", "")]));
@@ -137,7 +139,7 @@ fn ratio_and_truth(r: &Value, extra: f64) -> (f64, f64, f64, f64) {
 /// slower, with a CI around the true ratio.
 fn assert_slower_by_the_busy_wait(r: &Value) {
     let (ratio, lo, hi, truth) = ratio_and_truth(r, 0.002);
-    const MODEL_BIAS: f64 = 0.015;
+    const MODEL_BIAS: f64 = 0.025;
     assert!(lo - MODEL_BIAS <= truth && truth <= hi + MODEL_BIAS, "CI [{lo}, {hi}] misses the true ratio {truth}");
     // The point estimate is only as close as the noise allows (CPU steal reached 14% here);
     // an inverted or mispaired ratio would be off by far more.
