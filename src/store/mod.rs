@@ -91,7 +91,7 @@ impl Store {
     }
 
     /// Readies an open store: WAL, full sync, the schema, stale studies aborted.
-    fn set_up(conn: Connection, path: &Path) -> Result<Self> {
+    fn set_up(mut conn: Connection, path: &Path) -> Result<Self> {
         // Several dbvs processes may share the store; wait for each other's writes.
         conn.busy_timeout(std::time::Duration::from_secs(30))?;
         // Switching to WAL can fail busy without waiting, so only switch when needed.
@@ -100,19 +100,23 @@ impl Store {
             conn.execute_batch("PRAGMA journal_mode = WAL;")?;
         }
         conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")?;
+        // One process at a time sets the schema up: two that both found a column missing
+        // would both add it, and the second would fail.
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let exists: bool =
-            conn.query_row("SELECT count(*) > 0 FROM sqlite_master WHERE name = 'runs'", [], |r| r.get(0))?;
+            tx.query_row("SELECT count(*) > 0 FROM sqlite_master WHERE name = 'runs'", [], |r| r.get(0))?;
         if !exists {
-            conn.execute_batch(SCHEMA).context("cannot set up the results store")?;
+            tx.execute_batch(SCHEMA).context("cannot set up the results store")?;
         }
         // Stores from before studies recorded their process.
         let has_owner: bool =
-            conn.query_row("SELECT count(*) > 0 FROM pragma_table_info('studies') WHERE name = 'owner'", [], |r| {
+            tx.query_row("SELECT count(*) > 0 FROM pragma_table_info('studies') WHERE name = 'owner'", [], |r| {
                 r.get(0)
             })?;
         if !has_owner {
-            conn.execute_batch("ALTER TABLE studies ADD COLUMN owner TEXT")?;
+            tx.execute_batch("ALTER TABLE studies ADD COLUMN owner TEXT")?;
         }
+        tx.commit()?;
         let store = Self { conn, path: path.to_path_buf() };
         store.abort_orphans()?;
         Ok(store)
@@ -314,6 +318,18 @@ fn run_row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn processes_opening_a_new_store_at_once_all_get_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.db");
+        std::thread::scope(|s| {
+            let opens: Vec<_> = (0..8).map(|_| s.spawn(|| Store::open(&path).map(|_| ()))).collect();
+            for o in opens {
+                o.join().unwrap().unwrap();
+            }
+        });
+    }
 
     #[test]
     fn a_study_whose_process_is_gone_is_aborted_at_the_next_open() {
