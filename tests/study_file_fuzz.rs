@@ -10,6 +10,7 @@ const SEEDS: &[&str] = &[
     include_str!("../studies/encryption-at-rest.toml"),
     include_str!("../studies/file-encryption-tpcc.toml"),
     include_str!("../studies/northwind-tde.toml"),
+    include_str!("../studies/command-pgbench.toml"),
 ];
 
 const HOSTILE: &[&str] = &[
@@ -117,4 +118,28 @@ fn every_mutated_study_file_loads_or_fails_with_one_line() {
     }
     // The mutations must exercise both outcomes, or the test proves little.
     assert!(loaded > 100 && refused > 1000, "loaded {loaded}, refused {refused}");
+}
+
+#[test]
+fn every_shipped_study_and_capacity_file_loads() {
+    let mut files = vec![];
+    for dir in ["studies", "studies/checks"] {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let path = e.unwrap().path();
+            if path.extension().is_some_and(|x| x == "toml") {
+                files.push(path);
+            }
+        }
+    }
+    assert!(files.len() >= 8, "{files:?}");
+    for path in files {
+        // A capacity search's file (seed 004's ladder) is `dbvs capacity`'s, not a study.
+        let loaded = match std::fs::read_to_string(&path).unwrap().contains("\n[sla]") {
+            true => dbvs::capacity::CapacityFile::load(&path).map(|_| ()),
+            false => StudyFile::load(&path).map(|_| ()),
+        };
+        if let Err(e) = loaded {
+            panic!("{}: {e:#}", path.display());
+        }
+    }
 }

@@ -79,12 +79,14 @@ struct DbArgs {
     /// tpcb: pgbench's scale factor (100,000 accounts each) [default: 1].
     /// tpcc and batch: warehouses [default: 1].
     /// bignw: scale factor, 1 = BigNW's 83,830 orders, 0.01 = about Northwind's [default: 1].
+    /// command: passed to its scripts as DBVS_SIZE.
     #[arg(long, allow_hyphen_values = true)]
     size: Option<String>,
     /// Seed for the data generator and the workers' random choices; same seed, same data.
     #[arg(long, default_value_t = 42)]
     seed: u64,
-    /// batch: timed executions of each statement [default: 5]; bignw: units of each benchmark [default: 5].
+    /// batch: timed executions of each statement [default: 5]; bignw: units of each benchmark [default: 5];
+    /// command: executions of the command per run [default: 1].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     repeat: Option<u32>,
     /// SQLCipher key file (mode 0600): encrypts the database. See --key-kind.
@@ -118,6 +120,8 @@ struct DbArgs {
     tpcc: workloads::tpcc::Options,
     #[command(flatten)]
     bignw: workloads::bignw::Options,
+    #[command(flatten)]
+    command: workloads::command::Options,
 }
 
 fn parse_server_setting(s: &str) -> Result<(String, String), String> {
@@ -144,6 +148,7 @@ impl DbArgs {
             Options::Ds2(_) => Options::Ds2(self.ds2.clone()),
             Options::Tpcc(_) => Options::Tpcc(self.tpcc.clone()),
             Options::Bignw(_) => Options::Bignw(self.bignw.clone()),
+            Options::Command(_) => Options::Command(self.command.clone()),
             other => other,
         })
     }

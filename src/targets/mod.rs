@@ -156,6 +156,10 @@ pub trait Database: Send + Sync {
     fn backup(&self, _name: &str) -> Result<PathBuf> {
         bail!("this database cannot be backed up")
     }
+    /// The environment a client program (a user's benchmark) needs to reach this database:
+    /// libpq's `PGHOST`..., MariaDB's `MYSQL_HOST`..., or the SQLite file's path; the
+    /// engine's name is in `DBVS_ENGINE`.
+    fn client_env(&self) -> Result<Vec<(String, String)>>;
 }
 
 /// [`Database::go_cold`] for a database on a server dbvs may manage.

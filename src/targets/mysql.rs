@@ -39,6 +39,20 @@ impl MyConnInfo {
         Ok(Self { host: u.host, port: u.port, user: u.user, password, dbname: u.dbname })
     }
 
+    /// The variables MariaDB's clients read, for database `db` (the password too: the
+    /// environment of a child, never its argv).
+    fn client_env(&self, db: &str) -> Vec<(String, String)> {
+        let mut env = vec![
+            ("DBVS_ENGINE".to_string(), "mariadb".to_string()),
+            ("MYSQL_HOST".into(), self.host.clone()),
+            ("MYSQL_TCP_PORT".into(), self.port.to_string()),
+            ("MYSQL_USER".into(), self.user.clone()),
+            ("MYSQL_DATABASE".into(), db.into()),
+        ];
+        env.extend(self.password.clone().map(|p| ("MYSQL_PWD".to_string(), p)));
+        env
+    }
+
     pub fn connect(&self, db: Option<&str>) -> Result<mysql::Conn> {
         let opts = mysql::OptsBuilder::new()
             .ip_or_hostname(Some(self.host.clone()))
@@ -259,6 +273,9 @@ impl Database for MyDb {
     fn connect(&self) -> Result<Connection> {
         Ok(Connection::MySql(self.info.connect(Some(&self.name))?))
     }
+    fn client_env(&self) -> Result<Vec<(String, String)>> {
+        Ok(self.info.client_env(&self.name))
+    }
     fn go_cold(&self) -> Result<()> {
         super::go_cold_on(&self._server)
     }
@@ -277,6 +294,9 @@ struct Staged {
 impl Database for Staged {
     fn connect(&self) -> Result<Connection> {
         self.db.connect()
+    }
+    fn client_env(&self) -> Result<Vec<(String, String)>> {
+        self.db.client_env()
     }
 }
 
@@ -302,6 +322,9 @@ struct DirCopy {
 impl Database for DirCopy {
     fn connect(&self) -> Result<Connection> {
         self.db.connect()
+    }
+    fn client_env(&self) -> Result<Vec<(String, String)>> {
+        self.db.client_env()
     }
     fn go_cold(&self) -> Result<()> {
         self.db.go_cold()
@@ -331,6 +354,9 @@ struct Copied(MyDb);
 impl Database for Copied {
     fn connect(&self) -> Result<Connection> {
         self.0.connect()
+    }
+    fn client_env(&self) -> Result<Vec<(String, String)>> {
+        self.0.client_env()
     }
     fn go_cold(&self) -> Result<()> {
         self.0.go_cold()

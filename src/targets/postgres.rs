@@ -54,6 +54,20 @@ impl PgConnInfo {
         Ok(())
     }
 
+    /// libpq's variables for database `dbname` (the password too: the environment of a
+    /// child, never its argv).
+    fn client_env(&self, dbname: &str) -> Vec<(String, String)> {
+        let mut env = vec![
+            ("DBVS_ENGINE".to_string(), "postgres".to_string()),
+            ("PGHOST".into(), self.host.clone()),
+            ("PGPORT".into(), self.port.to_string()),
+            ("PGUSER".into(), self.user.clone()),
+            ("PGDATABASE".into(), dbname.into()),
+        ];
+        env.extend(self.password.clone().map(|p| ("PGPASSWORD".to_string(), p)));
+        env
+    }
+
     pub fn connect(&self, dbname: &str) -> Result<postgres::Client> {
         self.config(dbname).connect(postgres::NoTls).map_err(|e| {
             let why = e.as_db_error().map_or_else(|| format!("{e:#}"), |d| d.message().to_string());
@@ -196,6 +210,9 @@ impl Database for PgDb {
     fn connect(&self) -> Result<Connection> {
         Ok(Connection::Postgres(self.info.connect(&self.name)?))
     }
+    fn client_env(&self) -> Result<Vec<(String, String)>> {
+        Ok(self.info.client_env(&self.name))
+    }
     fn go_cold(&self) -> Result<()> {
         super::go_cold_on(&self._server)
     }
@@ -214,6 +231,9 @@ struct Staged {
 impl Database for Staged {
     fn connect(&self) -> Result<Connection> {
         self.db.connect()
+    }
+    fn client_env(&self) -> Result<Vec<(String, String)>> {
+        self.db.client_env()
     }
 }
 
@@ -243,6 +263,9 @@ struct Copied(PgDb);
 impl Database for Copied {
     fn connect(&self) -> Result<Connection> {
         self.0.connect()
+    }
+    fn client_env(&self) -> Result<Vec<(String, String)>> {
+        self.0.client_env()
     }
     fn go_cold(&self) -> Result<()> {
         self.0.go_cold()

@@ -394,6 +394,13 @@ impl Database for SqliteDb {
     fn connect(&self) -> Result<Connection> {
         Ok(Connection::Sqlite(SqliteConnection { conn: self.open()?, gate: self.gate.clone() }))
     }
+    /// The file's path; an encrypted file is refused, as its key never leaves dbvs.
+    fn client_env(&self) -> Result<Vec<(String, String)>> {
+        if self.key.is_some() {
+            bail!("an SQLCipher database cannot be handed to another program: its key never leaves dbvs");
+        }
+        Ok(vec![("DBVS_ENGINE".into(), "sqlite".into()), ("DBVS_SQLITE_PATH".into(), self.path.display().to_string())])
+    }
     fn backup(&self, name: &str) -> Result<PathBuf> {
         // A run copy's name carries its pid, so a backup left by a killed run is swept too.
         let dest = PathBuf::from(format!("{}-backup-{name}", self.path.display()));
@@ -410,6 +417,9 @@ struct Staged {
 impl Database for Staged {
     fn connect(&self) -> Result<Connection> {
         self.db.connect()
+    }
+    fn client_env(&self) -> Result<Vec<(String, String)>> {
+        self.db.client_env()
     }
 }
 
@@ -438,6 +448,9 @@ struct Copied(SqliteDb);
 impl Database for Copied {
     fn connect(&self) -> Result<Connection> {
         self.0.connect()
+    }
+    fn client_env(&self) -> Result<Vec<(String, String)>> {
+        self.0.client_env()
     }
     fn backup(&self, name: &str) -> Result<PathBuf> {
         self.0.backup(name)

@@ -9,6 +9,7 @@
 pub mod batch;
 pub mod bignw;
 pub mod cipher;
+pub mod command;
 pub mod ds2;
 pub mod fileio;
 pub mod tpcb;
@@ -26,11 +27,11 @@ use serde::{Deserialize, Serialize};
 pub const CANARY: &str = "DBVS-CANARY-PLAINTEXT-7F3A";
 
 /// Every workload's name.
-pub const ALL: &[&str] = &["ds2", "tpcb", "tpcc", "batch", "bignw", "fileio", "cipher"];
+pub const ALL: &[&str] = &["ds2", "tpcb", "tpcc", "batch", "bignw", "fileio", "cipher", "command"];
 
 /// The workloads that drive a database, which `dbvs build`, `run` and `check` accept.
 pub fn driven_names() -> Vec<&'static str> {
-    names(|k| k.as_driven().is_some())
+    ALL.iter().copied().filter(|n| Options::named(n).is_ok_and(|o| !o.standalone())).collect()
 }
 
 /// The throughput workloads: those that run side by side (instances), interleave in slices
@@ -133,6 +134,7 @@ pub enum Options {
     Bignw(bignw::Options),
     Fileio(NoOptions),
     Cipher(cipher::Options),
+    Command(command::Options),
 }
 
 /// The options of a workload that has none beyond the common ones (so a stray key is an error).
@@ -156,7 +158,13 @@ impl Options {
             Options::Bignw(_) => "bignw",
             Options::Fileio(_) => "fileio",
             Options::Cipher(_) => "cipher",
+            Options::Command(_) => "command",
         }
+    }
+
+    /// Whether the workload runs without a database ([`Standalone`]).
+    fn standalone(&self) -> bool {
+        matches!(self, Options::Fileio(_) | Options::Cipher(_))
     }
 
     /// The name reports use: the workload's, plus what sets this run apart (a TPC-C profile).
@@ -221,6 +229,7 @@ impl WorkloadSpec {
             Options::Bignw(o) => Kind::Driven(Box::new(bignw::Bignw::new(self, o)?)),
             Options::Fileio(_) => Kind::Standalone(Box::new(fileio::Fileio::new(self)?)),
             Options::Cipher(o) => Kind::Standalone(Box::new(cipher::Aes::new(self, o)?)),
+            Options::Command(o) => Kind::Driven(Box::new(command::Command::new(self, o)?)),
         })
     }
 
@@ -339,7 +348,7 @@ mod tests {
         let e = Options::named("tpcd").unwrap_err().to_string();
         assert!(e.contains("'tpcd'") && e.contains("cipher"), "{e}");
         assert_eq!(throughput_names(), ["ds2", "tpcb", "tpcc"]);
-        assert_eq!(driven_names(), ["ds2", "tpcb", "tpcc", "batch", "bignw"]);
+        assert_eq!(driven_names(), ["ds2", "tpcb", "tpcc", "batch", "bignw", "command"]);
     }
 
     #[test]
