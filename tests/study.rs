@@ -203,8 +203,13 @@ fn a_study_compares_the_variant_pairs_its_file_names() {
     let variants = [("base", "4ms", ""), ("mid", "5ms", ""), ("slower", "6ms", "")];
     let f = write_study(dir.path(), &busy_waits("pairs", 3, "compare = [[\"slower\", \"mid\"]]\n", &variants));
     let out = dir.path().join("out");
-    // Its progress is served live while it runs.
+    // Its progress is served live while it runs, and so are its runs' own figures (each
+    // run process publishes them for the study to serve), labelled by variant.
     let (port, mut child) = serving(&["study", &f, "--out", out.to_str().unwrap()]);
+    let running = scrape_until(port, "variant=\"slower\"", &mut child);
+    let rate = running.lines().find(|l| l.starts_with("dbvs_run_units_per_minute{") && l.contains("\"slower\""));
+    assert!(rate.is_some_and(|l| l.contains("workload=\"ds2\"")), "{running}");
+    assert_eq!(running.matches("# TYPE dbvs_run_units gauge").count(), 1, "{running}");
     let body = scrape_until(port, "dbvs_study_blocks_completed 2", &mut child);
     assert!(child.wait().unwrap().success());
     assert!(body.contains("dbvs_study_ci_half_width_ratio{comparison=\"slower vs mid ds2 / OPM\"}"), "{body}");

@@ -246,7 +246,7 @@ pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::Capaci
     );
     let exe = std::env::current_exe()?;
     let work = crate::study::WorkDir::new(out, &format!("capacity search {} work directory", file.name))?;
-    let ctx = crate::study::child::Context { exe: &exe, study: &study, out, work: work.path() };
+    let ctx = crate::study::child::Context { exe: &exe, study: &study, out, work: work.path(), live: None };
     let headline = file.workload.args(file.seed).driven()?.headline(None).name;
     let started = std::time::Instant::now();
     let mut outcomes = Vec::new();

@@ -123,6 +123,7 @@ impl RunArgs {
                 idle_power: self.idle_power,
                 peak_minutes: self.peak_minutes,
                 metrics_addr: self.metrics_addr,
+                live_file: None,
             },
             json: self.json,
             store: !self.no_store,

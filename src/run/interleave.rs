@@ -105,7 +105,7 @@ fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<
     // The slices start where the measured window does; the warm-up alternates too.
     let slices = Slices::new(of, spec.slice, start + pacings[0].warmup, spec.slice_seed, board);
     let bar = ProgressBar::hidden();
-    let live = super::live_metrics(spec)?;
+    let live = super::live::Live::of(spec)?;
     let live = &live;
     let servers: Vec<Option<PathBuf>> = sets.iter().map(|set| set.target.watch().server_pid_file).collect();
     let results: Vec<driver::RunResult> = std::thread::scope(|s| {
@@ -123,7 +123,7 @@ fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<
                         turn: Some((slices, place)),
                         daemons: &sides[i].db.fuse_daemons,
                         server,
-                        live: live.as_ref().map(|e| (e, i)),
+                        live: live.as_ref().map(|l| (l, i)),
                     };
                     measure(w.as_ref(), copy.as_ref(), &set.meta, pacing, sampler, bar, side)
                 })

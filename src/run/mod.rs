@@ -13,7 +13,7 @@ pub mod start;
 mod summary;
 
 pub use build::{build, ensure_built};
-pub use spec::{DbSpec, LimitScope, Limits, PacingSpec, RunSpec, Side, TelemetrySpec};
+pub use spec::{DbSpec, LimitScope, Limits, LiveFile, PacingSpec, RunSpec, Side, TelemetrySpec};
 
 use crate::driver::{self, Event, Pacing, RunStatus};
 use crate::host::Env;
@@ -204,7 +204,7 @@ impl SetUp {
         let start = std::sync::Barrier::new(self.instances.len());
         let meta = &self.meta;
         let server = self.target.watch().server_pid_file;
-        let live = live_metrics(spec)?;
+        let live = live::Live::of(spec)?;
         let live = &live;
         let results: Vec<driver::RunResult> = std::thread::scope(|s| {
             let handles: Vec<_> = self
@@ -217,7 +217,7 @@ impl SetUp {
                         start.wait();
                         // One instance's share of the FUSE daemons' and the server's I/O
                         // cannot be told apart; the first carries them.
-                        let live = live.as_ref().map(|e| (e, i));
+                        let live = live.as_ref().map(|l| (l, i));
                         let side = match i {
                             0 => Placement {
                                 daemons: &spec.db.fuse_daemons,
@@ -449,8 +449,8 @@ fn measure(
             }
         }
         Event::Interval { sample, warmup } => {
-            if let Some((exporter, i)) = side.live {
-                live::interval(exporter, i, workload.name(), sample, warmup);
+            if let Some((live, i)) = side.live {
+                live.interval(i, workload.name(), sample, warmup);
             }
             if let Some(bar) = bar {
                 bar.set_message(format!("{:.0}/min", sample.per_min));
@@ -494,11 +494,6 @@ fn measure(
     result
 }
 
-/// The run's live metrics endpoint, when `--metrics-addr` asks for one.
-fn live_metrics(spec: &RunSpec) -> Result<Option<crate::openmetrics::Exporter>> {
-    spec.telemetry.metrics_addr.as_deref().map(crate::openmetrics::Exporter::serve).transpose()
-}
-
 /// Where one instance's workers run: their turn in an interleaved run's slices, and the
 /// processes whose storage reads are the instance's too: the FUSE daemons that serve its
 /// database, and a managed server (named by its pid file).
@@ -508,7 +503,7 @@ struct Placement<'a> {
     daemons: &'a [u32],
     server: Option<&'a std::path::Path>,
     /// Where its live metrics go, under its index (an instance, or an interleaved side).
-    live: Option<(&'a crate::openmetrics::Exporter, usize)>,
+    live: Option<(&'a live::Live, usize)>,
 }
 
 impl Placement<'_> {

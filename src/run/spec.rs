@@ -177,6 +177,16 @@ pub struct TelemetrySpec {
     /// Serve live metrics here during the run (see `openmetrics`), e.g. 127.0.0.1:9100.
     #[serde(default)]
     pub metrics_addr: Option<String>,
+    /// Publish them to a file instead, which the study serves.
+    #[serde(default)]
+    pub live_file: Option<LiveFile>,
+}
+
+/// Where a study's child run publishes its live metrics, and the variant of each side.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LiveFile {
+    pub path: PathBuf,
+    pub variants: Vec<String>,
 }
 
 impl Default for TelemetrySpec {
@@ -187,6 +197,7 @@ impl Default for TelemetrySpec {
             idle_power: Duration::from_secs(5),
             peak_minutes: 10.0,
             metrics_addr: None,
+            live_file: None,
         }
     }
 }

@@ -9,7 +9,7 @@ use crate::record::RunRecord;
 use crate::report::CanaryResult;
 use crate::run::board::Board;
 use crate::run::start::SharedTurns;
-use crate::run::{DbSpec, LimitScope, Limits, PacingSpec, RunSpec, Side, TelemetrySpec};
+use crate::run::{DbSpec, LimitScope, Limits, LiveFile, PacingSpec, RunSpec, Side, TelemetrySpec};
 use crate::targets::Engine;
 use crate::variants::{Prepared, VariantConfig};
 use anyhow::{bail, Context as _, Result};
@@ -23,6 +23,8 @@ pub struct Context<'a> {
     pub out: &'a Path,
     /// The study's work directory (variants, scratch files), torn down with the study.
     pub work: &'a Path,
+    /// Where runs publish their live metrics, when the study serves them.
+    pub live: Option<&'a Path>,
 }
 
 const SCAN_COPY: &str = "canary-scan.db";
@@ -232,6 +234,10 @@ impl RunCommand {
         }
         let first = all.remove(0);
         let mut spec = RunSpec { keep_db: first.keep_db, interleave: all, ..run_spec(ctx, first.db, w, &json)? };
+        spec.telemetry.live_file = ctx.live.map(|dir| LiveFile {
+            path: dir.join(format!("{name}.prom")),
+            variants: sides.iter().map(|(v, _)| v.name.clone()).collect(),
+        });
         shape(&mut spec);
         cmd.arg("run").arg("--spec").arg(spec_file(ctx, &name, &spec)?);
         Ok(Self { cmd, json, log_path, log })

@@ -1,6 +1,7 @@
 //! What a study exposes live (`dbvs study --metrics-addr`): its progress after every block,
 //! each comparison's current interval width and each variant's mean so far, per measure.
-//! The runs themselves are child processes; their interval figures are in their logs.
+//! The runs in progress are child processes; each publishes its report intervals' figures
+//! (`dbvs_run_*`, labelled by variant) to a file that the study's endpoint merges in.
 
 use super::measures::Measure;
 use super::Active;

@@ -93,11 +93,19 @@ fn run_blocks(
         std::fs::create_dir_all(out_dir.join(sub))
             .with_context(|| format!("cannot create {}; choose a writable --out", out_dir.display()))?;
     }
-    let live = opts.metrics_addr.as_deref().map(crate::openmetrics::Exporter::serve).transpose()?;
     let started_at = now();
     let work = WorkDir::new(&out_dir, &format!("study {id} work directory"))?;
+    // The runs publish their live figures here, and the study's endpoint serves them too.
+    let live_dir = opts.metrics_addr.is_some().then(|| work.path().join("live"));
+    if let Some(dir) = &live_dir {
+        std::fs::create_dir_all(dir)?;
+    }
+    let live = match &opts.metrics_addr {
+        Some(addr) => Some(crate::openmetrics::Exporter::serve(addr, live_dir.clone())?),
+        None => None,
+    };
     let exe = std::env::current_exe()?;
-    let ctx = child::Context { exe: &exe, study, out: &out_dir, work: work.path() };
+    let ctx = child::Context { exe: &exe, study, out: &out_dir, work: work.path(), live: live_dir.as_deref() };
 
     eprintln!("study {id} '{}': results store {}, output {}", study.name, store.path.display(), out_dir.display());
     for w in &study.warnings {
