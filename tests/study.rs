@@ -369,15 +369,17 @@ fn bad_study_files_get_one_line_with_the_line_number() {
 }
 
 #[test]
-fn html_report_renders_its_charts_in_chromium() {
+fn html_report_of_a_multi_workload_study_renders_its_charts_in_chromium() {
     let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
+    let tpcb = "[[workloads]]\nname = \"tpcb\"\nsize = \"1\"\nthreads = 1\nduration = \"1.5s\"\nwarmup = \"0.3s\"\n";
     let f = write_study(
         dir.path(),
         &format!(
-            "name = \"chart\"\nblocks = {{ min = 2, max = 2 }}\n{SMALL}\n\
+            "name = \"chart\"\nblocks = {{ min = 2, max = 2 }}\n{}\n{tpcb}\
              [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
-             [[variants]]\nname = \"sqlcipher\"\nkind = \"sqlcipher\"\n"
+             [[variants]]\nname = \"sqlcipher\"\nkind = \"sqlcipher\"\n",
+            SMALL.replace("[workload]", "[[workloads]]")
         ),
     );
     let out = dir.path().join("out");
@@ -391,7 +393,7 @@ fn html_report_renders_its_charts_in_chromium() {
         .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"])
         .args(["--disable-background-networking", "--disable-component-update", "--disable-sync"])
         .arg(format!("--user-data-dir={}", dir.path().join("profile").display()))
-        .arg("--window-size=1200,2600")
+        .arg("--window-size=1200,6000")
         .arg(format!("--screenshot={}", png.display()))
         .arg(format!("file://{}", out.join("report.html").display()))
         .output()
@@ -407,6 +409,23 @@ fn html_report_renders_its_charts_in_chromium() {
         |p: &[u8]| (p[0] as i32 - 120).abs() < 20 && (p[1] as i32 - 173).abs() < 20 && (p[2] as i32 - 210).abs() < 20;
     let blue_pixels = buf[..info.buffer_size()].chunks(px).filter(|p| blue(p)).count();
     assert!(blue_pixels > 2000, "the chart bars did not render ({blue_pixels} bar pixels)");
+    // A bar chart per workload and measure (OPM, TPS, the CPU and the KB written per unit
+    // of each), two to a row: at least three rows of bars, apart from each other.
+    let row_bytes = info.width as usize * px;
+    let bar_rows: Vec<bool> = buf[..info.buffer_size()]
+        .chunks(row_bytes)
+        .map(|row| row.chunks(px).filter(|p| blue(p)).count() >= 30)
+        .collect();
+    let mut bands = 0;
+    let mut gap = usize::MAX;
+    for is_bar in bar_rows {
+        match is_bar {
+            true if gap > 40 => (bands, gap) = (bands + 1, 0),
+            true => gap = 0,
+            false => gap = gap.saturating_add(1),
+        }
+    }
+    assert!(bands >= 3, "{bands} rows of bar charts rendered, not one per two measures of two workloads");
     // The forest plot at the top draws the first comparison's whisker and point in full blue.
     let full =
         |p: &[u8]| (p[0] as i32 - 31).abs() < 12 && (p[1] as i32 - 119).abs() < 12 && (p[2] as i32 - 180).abs() < 12;

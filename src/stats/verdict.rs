@@ -100,17 +100,18 @@ pub fn verdict(est: &RatioEstimate, higher_is_better: bool, rules: &Rules) -> Ve
         return Verdict::NoSignificantDifference { reason: format!("p = {:.3} >= {alpha:.3}", est.p_value) };
     }
     let noise = rules.threshold;
-    // Express everything as "how much better": >1 is better for the variant.
-    let (better, lo, hi) = if higher_is_better {
-        (est.ratio, est.ci.0, est.ci.1)
-    } else {
-        (1.0 / est.ratio, 1.0 / est.ci.1, 1.0 / est.ci.0)
-    };
-    let pct = |x: f64| 100.0 * (x - 1.0).abs();
-    if hi < 1.0 - noise {
-        Verdict::Slower { pct: pct(better), ci_pct: (pct(hi), pct(lo)), confidence: rules.confidence }
-    } else if lo > 1.0 + noise {
-        Verdict::Faster { pct: pct(better), ci_pct: (pct(lo), pct(hi)), confidence: rules.confidence }
+    // The size of the change in the measure itself, as every change column shows it (a
+    // CPU cost 39.4% higher is "slower by 39.4%", not by the 28.3% its inverse fell), with
+    // its interval nearest bound first.
+    let size = |x: f64| 100.0 * (x - 1.0).abs();
+    let ci_pct = if est.ratio < 1.0 { (size(est.ci.1), size(est.ci.0)) } else { (size(est.ci.0), size(est.ci.1)) };
+    let (up, down) = (est.ci.0 > 1.0 + noise, est.ci.1 < 1.0 - noise);
+    let (worse, better) = if higher_is_better { (down, up) } else { (up, down) };
+    let (pct, confidence) = (size(est.ratio), rules.confidence);
+    if worse {
+        Verdict::Slower { pct, ci_pct, confidence }
+    } else if better {
+        Verdict::Faster { pct, ci_pct, confidence }
     } else {
         Verdict::NoSignificantDifference {
             reason: format!(
@@ -146,10 +147,13 @@ mod tests {
     }
 
     #[test]
-    fn latency_down_is_faster() {
+    fn latency_down_is_faster_and_a_cost_up_is_slower_by_the_measures_own_change() {
         let v = verdict(&est(0.80, (0.78, 0.82), 0.01), false, &Rules::default());
-        let Verdict::Faster { pct, ci_pct, .. } = v else { panic!("{v:?}") };
-        assert!((pct - 25.0).abs() < 1e-9 && ci_pct.0 < pct && pct < ci_pct.1);
+        assert_eq!(v.to_string(), "faster by 20.0% [95% CI 18.0%, 22.0%]");
+        let v = verdict(&est(1.394, (1.335, 1.455), 0.01), false, &Rules::default());
+        assert_eq!(v.to_string(), "slower by 39.4% [95% CI 33.5%, 45.5%]");
+        let near = verdict(&est(1.02, (1.005, 1.035), 0.01), false, &Rules::default());
+        assert!(near.to_string().contains("within 1%"), "{near}");
     }
 
     #[test]
