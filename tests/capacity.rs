@@ -39,9 +39,12 @@ fn instances_run_side_by_side_and_the_record_has_one_row_each() {
     assert!(r["checks"].as_array().unwrap().iter().any(|c| c["detail"].as_str().unwrap().starts_with("instance 3: ")));
     assert!(stdout(&o).contains("total"), "{}", stdout(&o));
     assert_eq!(files_in(dir.path()), ["d.db", "r.json"], "run copies are removed");
-    // The first instance's database can be kept (the canary scan of a study reads it).
+    // The first instance's database can be kept (the canary scan of a study reads it). The
+    // second starts 2 s after the first, as seed 000's clients started apart, so the run
+    // takes the stagger longer than its 1 s window.
     let kept = dir.path().join("kept.db");
     let t = target(dir.path(), "d.db");
+    let started = std::time::Instant::now();
     ok(&[
         "run",
         "--target",
@@ -50,6 +53,8 @@ fn instances_run_side_by_side_and_the_record_has_one_row_each() {
         "1MB",
         "--instances",
         "2",
+        "--stagger",
+        "2s",
         "--duration",
         "1s",
         "--warmup",
@@ -58,6 +63,7 @@ fn instances_run_side_by_side_and_the_record_has_one_row_each() {
         "--keep-db",
         kept.to_str().unwrap(),
     ]);
+    assert!(started.elapsed().as_secs_f64() > 3.0, "the second instance started with the first");
     assert_eq!(files_in(dir.path()), ["d.db", "kept.db", "r.json"]);
 }
 

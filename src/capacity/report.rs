@@ -51,7 +51,8 @@ fn fmt(x: Option<f64>) -> String {
 impl CapacityReport {
     fn sla_line(&self) -> String {
         format!(
-            "every instance >= {} {}{}; each verdict confirmed over {} runs",
+            "{} >= {} {}{}; each verdict confirmed over {} runs",
+            self.sla.of.describe(),
             self.sla.min_per_instance,
             self.headline,
             self.sla.max_p95_ms.map_or(String::new(), |p| format!(", p95 <= {p} ms")),
@@ -241,7 +242,7 @@ mod tests {
         CapacityReport {
             name: "ladder".into(),
             headline: "OPM".into(),
-            sla: Sla { min_per_instance: sla, max_p95_ms: Some(50.0), confirmations: 1 },
+            sla: Sla { min_per_instance: sla, of: Default::default(), max_p95_ms: Some(50.0), confirmations: 1 },
             outcomes: vec![
                 outcome("small", Ok(Some(4)), probes, 16),
                 outcome("broken", Err(anyhow::anyhow!("gocryptfs not found")), vec![], 16),

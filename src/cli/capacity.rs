@@ -13,10 +13,14 @@ pub struct CapacityArgs {
     /// Where the report and the runs' records and logs go [default: results/<name>-capacity].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Run the file's quick form: its [quick] table and the workload's quick = { ... }
+    /// replace those keys.
+    #[arg(long)]
+    quick: bool,
 }
 
 pub fn main(args: CapacityArgs) -> Result<ExitCode> {
-    let (file, text) = CapacityFile::load(&args.file)?;
+    let (file, text) = CapacityFile::load(&args.file, args.quick)?;
     let out = capacity::out_dir(&file, args.out);
     let report = capacity::run(&file, &text, &out)?;
     report.write_all(&out)?;

@@ -82,10 +82,14 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 10.0, value_name = "N")]
     peak_minutes: f64,
     /// Independent databases run side by side, each a copy of the pristine with its own
-    /// --threads workers, all starting together (seed 000's and 001's client VMs). The record
+    /// --threads workers, starting together (or --stagger apart), as seed 000's and 001's client VMs. The record
     /// gives the total and each instance's figures.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     instances: u32,
+    /// With several --instances, start each this long after the one before (seed 000's
+    /// clients started 15 s apart); each is measured over its own window.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    stagger: Duration,
     /// Test-only: busy-wait this long in every order (a known slowdown for verdict tests).
     #[arg(long, hide = true, default_value = "0", value_parser = parse_duration, allow_hyphen_values = true)]
     inject_delay: Duration,
@@ -112,6 +116,7 @@ impl RunArgs {
                 random_sleep: self.random_sleep,
                 ramp_rate: self.ramp_rate,
                 report_interval: self.report_interval,
+                stagger: self.stagger,
             },
             instances: self.instances,
             cold: self.cold,

@@ -30,13 +30,24 @@ pub struct StudyArgs {
     /// 127.0.0.1:9100. Off unless given.
     #[arg(long, value_name = "ADDR")]
     metrics_addr: Option<String>,
+    /// Run the file's quick form: its [quick] table and each workload's quick = { ... }
+    /// replace those keys (the seed studies' minutes-long form).
+    #[arg(long)]
+    quick: bool,
 }
 
 pub fn main(args: StudyArgs) -> Result<ExitCode> {
     let store = crate::store::default_path();
     let outcome = study::run(
         &args.file,
-        Options { budget: args.budget, out: args.out, store, resume: args.resume, metrics_addr: args.metrics_addr },
+        Options {
+            budget: args.budget,
+            out: args.out,
+            store,
+            resume: args.resume,
+            metrics_addr: args.metrics_addr,
+            quick: args.quick,
+        },
     )?;
     let r = &outcome.report;
     println!("study {} '{}': {} ({})", r.study_id, r.name, r.status, r.stop_reason);

@@ -91,7 +91,7 @@ mod secs {
 }
 
 /// One reporting interval of the measured window (DS2 prints one every 10 s).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct IntervalSample {
     /// Seconds since the statistics were last reset.
     pub et_s: f64,

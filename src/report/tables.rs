@@ -498,9 +498,16 @@ pub fn latency(r: &StudyReport) -> Table {
 pub fn canary(r: &StudyReport) -> Table {
     Table {
         title: "Plaintext canary scan".into(),
-        header: ["variant", "encrypted at rest", "scanned", "bytes", "canary hits", "result"]
-            .map(String::from)
-            .to_vec(),
+        header: [
+            "variant",
+            "encrypted at rest",
+            "scanned (in the study's work directory)",
+            "bytes",
+            "canary hits",
+            "result",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows: r
             .canary
             .iter()

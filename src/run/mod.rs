@@ -199,9 +199,10 @@ impl SetUp {
         let groups = spec.db.limits.as_ref().map_or(&[][..], |l| &l.groups[..]);
         let limits_before = crate::sys::cgroup::Usage::read(groups);
         let sampler = self.sampler(spec)?;
-        // Every instance starts together (seed 000's clients started at once); the first
-        // drives the progress bar.
+        // The instances start together, or `stagger` apart (seed 000's clients, 15 s); the
+        // first drives the progress bar.
         let start = std::sync::Barrier::new(self.instances.len());
+        let stagger = spec.pacing.stagger;
         let meta = &self.meta;
         let server = self.target.watch().server_pid_file;
         let live = live::Live::of(spec)?;
@@ -215,6 +216,7 @@ impl SetUp {
                     let (pacing, sampler, bar, start, server) = (&pacing, &sampler, &bar, &start, &server);
                     s.spawn(move || {
                         start.wait();
+                        crate::interrupt::sleep(stagger * i as u32);
                         // One instance's share of the FUSE daemons' and the server's I/O
                         // cannot be told apart; the first carries them.
                         let live = live.as_ref().map(|l| (l, i));
@@ -415,7 +417,7 @@ fn exit_code(record: &RunRecord) -> ExitCode {
 /// next order ids), and the telemetry window marks. With a `turn` (an interleaved run's
 /// slices and this variant's place in them) its workers take turns with the other
 /// variants', and its elapsed time is its workers' time at work inside the window, per
-/// worker.
+/// worker, and so are its report intervals' rates.
 fn measure(
     workload: &dyn crate::workloads::Workload,
     db: &dyn crate::targets::Database,
@@ -429,6 +431,7 @@ fn measure(
     let mut counter = Counter { start: None, end: None, error: None };
     let mut others_io = (StorageIo::default(), StorageIo::default());
     let mut server_cpu = (Duration::ZERO, Duration::ZERO);
+    let (mut at_work_rates, mut at_work_intervals) = (slices::AtWorkRates::default(), vec![]);
     let make_worker = |i| -> Result<Box<dyn driver::Worker + '_>> {
         let inner = workload.worker(db, meta, i)?;
         Ok(match turn {
@@ -449,6 +452,15 @@ fn measure(
             }
         }
         Event::Interval { sample, warmup } => {
+            let adjusted;
+            let sample = match turn {
+                Some((slices, variant)) if !warmup => {
+                    adjusted = at_work_rates.adjust(sample, slices.at_work(variant), pacing.threads);
+                    at_work_intervals.push(adjusted.clone());
+                    &adjusted
+                }
+                _ => sample,
+            };
             if let Some((live, i)) = side.live {
                 live.interval(i, workload.name(), sample, warmup);
             }
@@ -486,6 +498,7 @@ fn measure(
     result.measured.server_cpu_s = server_cpu.1.saturating_sub(server_cpu.0).as_secs_f64();
     if let Some((slices, variant)) = turn {
         result.elapsed_s = slices.at_work(variant).as_secs_f64() / pacing.threads.max(1) as f64;
+        result.intervals = at_work_intervals;
     }
     result.window_counter = counter.start.zip(counter.end).map(|(a, b)| b - a);
     if let (RunStatus::Completed, Some(e)) = (&result.status, counter.error) {

@@ -14,7 +14,7 @@
 //! timed alike, and windows that start a few milliseconds apart do not favour anyone.
 
 use super::board::Board;
-use crate::driver::{Outcome, UnitRecorder, Worker};
+use crate::driver::{IntervalSample, Outcome, UnitRecorder, Worker};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -144,6 +144,33 @@ impl Slices {
     }
 }
 
+/// Report intervals' rates over a variant's own time at work, not the wall clock: an
+/// interleaved variant works only its share of each interval, so its wall-clock rate would
+/// be a fraction of the rate its record reports.
+#[derive(Default)]
+pub struct AtWorkRates {
+    /// Units and time at work per worker (s) at the last interval.
+    last: (u64, f64),
+}
+
+impl AtWorkRates {
+    /// `sample` with its rates over the time at work so far (`at_work`, summed over
+    /// `threads` workers).
+    pub fn adjust(&mut self, sample: &IntervalSample, at_work: Duration, threads: usize) -> IntervalSample {
+        let at_work = at_work.as_secs_f64() / threads.max(1) as f64;
+        let (units, since) = (sample.units.saturating_sub(self.last.0), at_work - self.last.1);
+        let mut out = sample.clone();
+        if since > 0.0 {
+            out.interval_per_min = units as f64 / since * 60.0;
+        }
+        if at_work > 0.0 {
+            out.per_min = sample.units as f64 / at_work * 60.0;
+        }
+        self.last = (sample.units, at_work);
+        out
+    }
+}
+
 /// A worker that starts units only in its variant's slices, once the others' have finished.
 pub struct Sliced<'a> {
     pub inner: Box<dyn Worker + 'a>,
@@ -257,6 +284,24 @@ mod tests {
         s.leave(first, Instant::now());
         assert_eq!(s.enter(second), Duration::ZERO);
         assert!(s.enter(first) > Duration::ZERO, "the first variant's slice is over");
+    }
+
+    #[test]
+    fn interval_rates_are_over_the_time_at_work() {
+        let sample = |units, et_s| IntervalSample {
+            et_s,
+            units,
+            per_min: units as f64 / et_s * 60.0,
+            interval_per_min: 0.0,
+            ..IntervalSample::default()
+        };
+        let mut rates = AtWorkRates::default();
+        // Two workers, each at work a quarter of the first 1 s interval: 50 units in 0.25 s.
+        let first = rates.adjust(&sample(50, 1.0), Duration::from_millis(500), 2);
+        assert!((first.per_min - 12000.0).abs() < 1e-6 && (first.interval_per_min - 12000.0).abs() < 1e-6);
+        let second = rates.adjust(&sample(80, 2.0), Duration::from_millis(1100), 2);
+        assert!((second.interval_per_min - 30.0 / 0.3 * 60.0).abs() < 1e-6, "{}", second.interval_per_min);
+        assert!((second.per_min - 80.0 / 0.55 * 60.0).abs() < 1e-6, "{}", second.per_min);
     }
 
     #[test]

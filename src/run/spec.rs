@@ -126,6 +126,10 @@ pub struct PacingSpec {
     /// Threads started per second during ramp-up.
     pub ramp_rate: f64,
     pub report_interval: Duration,
+    /// With several instances, each starts this long after the one before (seed 000's
+    /// clients, 15 s apart).
+    #[serde(default)]
+    pub stagger: Duration,
 }
 
 impl Default for PacingSpec {
@@ -138,6 +142,7 @@ impl Default for PacingSpec {
             think_time: Duration::ZERO,
             random_sleep: None,
             ramp_rate: 10.0,
+            stagger: Duration::ZERO,
             report_interval: Duration::from_secs(10),
         }
     }

@@ -343,6 +343,7 @@ fn run_spec(ctx: &Context, db: DbSpec, w: &WorkloadConfig, json: &Path) -> Resul
             ramp_rate: w.ramp_rate,
             // About a dozen samples per run for the over-time chart, at least 1 s apart.
             report_interval: (w.duration / 12).clamp(Duration::from_secs(1), Duration::from_secs(10)),
+            stagger: w.stagger,
         },
         instances: w.instances,
         cold: w.cold,
@@ -389,8 +390,9 @@ fn read_records(
 }
 
 /// Scans the variant's bytes at rest for the build's plaintext marker, then removes the
-/// database kept for the scan.
-pub fn scan_canary(variant: &str, p: &Prepared) -> Result<CanaryResult> {
+/// database kept for the scan. What it scanned is named inside the study's `work`
+/// directory, which is gone when the report is read.
+pub fn scan_canary(variant: &str, p: &Prepared, work: &Path) -> Result<CanaryResult> {
     // Push everything written through the layers (FUSE, loop device) down to the backing files.
     // SAFETY: sync has no preconditions.
     unsafe { libc::sync() };
@@ -399,7 +401,7 @@ pub fn scan_canary(variant: &str, p: &Prepared) -> Result<CanaryResult> {
     let _ = std::fs::remove_dir_all(p.data_dir.join(STANDALONE_DIR));
     Ok(CanaryResult {
         variant: variant.into(),
-        scanned: p.backing.clone(),
+        scanned: p.backing.iter().map(|b| b.strip_prefix(work).unwrap_or(b).to_path_buf()).collect(),
         bytes_scanned: bytes,
         hits,
         encrypted: p.encrypted,
@@ -422,14 +424,15 @@ mod tests {
     fn an_encrypted_variant_with_plaintext_fails_the_scan() {
         let dir = tempfile::tempdir().unwrap();
         let leak = prepared(dir.path(), true, crate::workloads::CANARY);
-        assert!(!scan_canary("v", &leak).unwrap().ok);
+        assert!(!scan_canary("v", &leak, dir.path()).unwrap().ok);
     }
 
     #[test]
     fn a_plain_variant_without_plaintext_means_the_scan_is_blind() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(!scan_canary("v", &prepared(dir.path(), false, "nothing")).unwrap().ok);
+        assert!(!scan_canary("v", &prepared(dir.path(), false, "nothing"), dir.path()).unwrap().ok);
         let dir = tempfile::tempdir().unwrap();
-        assert!(scan_canary("v", &prepared(dir.path(), false, crate::workloads::CANARY)).unwrap().ok);
+        let found = scan_canary("v", &prepared(dir.path(), false, crate::workloads::CANARY), dir.path()).unwrap();
+        assert!(found.ok && found.scanned.iter().all(|p| p.is_relative()), "{:?}", found.scanned);
     }
 }

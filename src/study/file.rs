@@ -62,6 +62,10 @@ pub struct StudyFile {
     /// What the study should say before it starts (verdicts that mix in other layers).
     #[serde(skip)]
     pub warnings: Vec<String>,
+    /// The quick form's keys (`dbvs study --quick`, see `study::quick`); the full form
+    /// ignores them.
+    #[serde(default, skip_serializing)]
+    pub(crate) quick: Option<toml::Table>,
 }
 
 fn yes() -> bool {
@@ -144,6 +148,12 @@ pub struct WorkloadConfig {
     /// tpcc); the measure is their total.
     #[serde(default = "one")]
     pub instances: u32,
+    /// With several instances, each starts this long after the one before (seed 000: 15 s).
+    #[serde(default, with = "crate::sys::units::duration_text")]
+    pub stagger: Duration,
+    /// This entry's keys in the study's quick form (see `study::quick`).
+    #[serde(default, skip_serializing)]
+    pub(crate) quick: Option<toml::Table>,
 }
 
 impl WorkloadConfig {
@@ -292,14 +302,27 @@ impl StudyFile {
             compare: vec![],
             controls: false,
             warnings: vec![],
+            quick: None,
         }
     }
 
-    /// Reads and checks a study file.
-    pub fn load(path: &Path) -> Result<(Self, String)> {
-        let shown = path.display();
+    /// Reads and checks a study file, in its quick form with `quick` (see [`super::quick`]).
+    /// The full form of a file that has a quick form checks that one too, so a mistake in it
+    /// shows before the run that needs it.
+    pub fn load(path: &Path, quick: bool) -> Result<(Self, String)> {
+        let shown = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read study file {shown}: {e}"))?;
-        let mut file: StudyFile = toml::from_str(&text).map_err(|e| syntax_error(&shown, &text, &e))?;
+        let folded = |text: &str| super::quick::fold(text).map_err(|e| anyhow::anyhow!("{shown}: {e:#}"));
+        let text = if quick { folded(&text)? } else { text };
+        let file = Self::parse(&shown, &text)?;
+        if file.quick.is_some() || file.workloads.iter().any(|w| w.quick.is_some()) {
+            Self::parse(&format!("{shown} (its quick form)"), &folded(&text)?)?;
+        }
+        Ok((file, redact_key_commands(&text)))
+    }
+
+    fn parse(shown: &str, text: &str) -> Result<Self> {
+        let mut file: StudyFile = toml::from_str(text).map_err(|e| syntax_error(&shown, text, &e))?;
         if let Some(w) = file.workload.take() {
             if !file.workloads.is_empty() {
                 bail!("{shown}: use either one [workload] or a list of [[workloads]], not both");
@@ -310,11 +333,11 @@ impl StudyFile {
             w.entry = i;
         }
         file.workloads = file.workloads.into_iter().flat_map(WorkloadConfig::split).collect();
-        let places = Places::of(&text);
+        let places = Places::of(text);
         file.check(&places).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
         file.warnings =
             super::controls::resolve(&mut file.variants, file.controls).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
-        Ok((file, redact_key_commands(&text)))
+        Ok(file)
     }
 
     fn check(&self, places: &Places) -> Result<()> {
@@ -423,7 +446,7 @@ kind = "sqlcipher"
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("s.toml");
         std::fs::write(&p, text).unwrap();
-        StudyFile::load(&p).map(|(f, _)| f)
+        StudyFile::load(&p, false).map(|(f, _)| f)
     }
 
     #[test]
@@ -464,7 +487,7 @@ kind = "sqlcipher"
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("s.toml");
         std::fs::write(&p, with("\"vault kv get -field=key secret/db\"")).unwrap();
-        let (f, text) = StudyFile::load(&p).unwrap();
+        let (f, text) = StudyFile::load(&p, false).unwrap();
         assert_eq!(f.variants.len(), 2);
         assert!(!text.contains("vault") && text.contains("(key command, not stored)"), "{text}");
         let hex = "0123456789abcdef".repeat(4);

@@ -160,8 +160,9 @@ mod tests {
         };
         let costs = ["TPS", "server CPU per unit", "storage KB written per unit"];
         assert_eq!(names(false, true), costs);
-        assert_eq!(names(true, false), [&costs[..], &["system CPU busy %"]].concat());
-        assert_eq!(names(true, true), [&costs[..], &["system CPU busy %", "power", "work per watt"]].concat());
+        let cpu = ["system CPU busy %", "system CPU busy % at the end"];
+        assert_eq!(names(true, false), [&costs[..], &cpu].concat());
+        assert_eq!(names(true, true), [&costs[..], &cpu, &["power", "work per watt"]].concat());
         let bignw: WorkloadConfig = toml::from_str("name = 'bignw'\nbenchmarks = [1]").unwrap();
         let alone = Setting { engine: Engine::Sqlite, alone: true, power: true };
         let b1 = of(&bignw.split().remove(0), 1, alone).unwrap();

@@ -14,6 +14,7 @@ mod controls;
 pub mod file;
 mod live;
 pub mod measures;
+pub mod quick;
 mod resume;
 mod summary;
 mod text;
@@ -45,6 +46,8 @@ pub struct Options {
     pub resume: Option<i64>,
     /// Serve the study's progress as live metrics here (see `openmetrics`).
     pub metrics_addr: Option<String>,
+    /// Run the study file's quick form (see [`quick`]).
+    pub quick: bool,
 }
 
 pub struct Outcome {
@@ -64,7 +67,7 @@ struct Active {
 }
 
 pub fn run(path: &Path, opts: Options) -> Result<Outcome> {
-    let (study, text) = StudyFile::load(path)?;
+    let (study, text) = StudyFile::load(path, opts.quick)?;
     let mut store = Store::open(&opts.store)?;
     let (id, stored) = match opts.resume {
         Some(id) => (id, store.resume_study(id, &text)?),
@@ -188,7 +191,7 @@ fn run_blocks(
             }
             rows.push(row);
             if scan && value {
-                let c = child::scan_canary(&a.cfg.name, &a.prepared)?;
+                let c = child::scan_canary(&a.cfg.name, &a.prepared, ctx.work)?;
                 if !c.ok {
                     status = (Status::Failed, Some(leak_message(&c)));
                 }

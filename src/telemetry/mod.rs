@@ -93,11 +93,16 @@ impl Telemetry {
     /// machine to itself (runs alone, not interleaved, where the machine is shared): the
     /// system's CPU busy % over the window (seed 000's CPU), and with a power source
     /// (`power`) the window's watts and work per watt (seed 001). Declared, without
-    /// values, when there is no telemetry.
+    /// values, when there is no telemetry. With a window longer than `--peak-minutes`
+    /// (default 10), also the CPU busy % over its last minutes (seed 000's "last 10 minutes
+    /// of peak").
     pub fn measures(t: Option<&Self>, power: bool) -> Vec<crate::measure::Measure> {
         use crate::measure::Measure;
         let window = t.and_then(|t| t.window.as_ref());
         let mut out = vec![Measure::lower("system CPU busy %", "%", window.map(|w| w.cpu_busy_pct))];
+        // Seed 000's CPU figure: the window's last minutes, where the run is at its peak.
+        let tail = t.and_then(|t| t.peak_tail.as_ref());
+        out.push(Measure::lower("system CPU busy % at the end", "%", tail.map(|w| w.cpu_busy_pct)));
         if power {
             let p = t.map(|t| &t.power);
             out.push(Measure::lower("power", "W", p.and_then(|p| p.window_w)));
@@ -371,12 +376,15 @@ impl Sampler {
         })
     }
 
+    /// The window starts with the last instance's.
     pub fn window_start(&self) {
         self.window.lock().unwrap_or_else(|p| p.into_inner()).0 = Some(self.begun.elapsed().as_secs_f64());
     }
 
+    /// The window ends with the first instance's (staggered instances all measure from the
+    /// last one's start to the first one's end).
     pub fn window_end(&self) {
-        self.window.lock().unwrap_or_else(|p| p.into_inner()).1 = Some(self.begun.elapsed().as_secs_f64());
+        self.window.lock().unwrap_or_else(|p| p.into_inner()).1.get_or_insert(self.begun.elapsed().as_secs_f64());
     }
 
     /// Stops sampling and summarizes; `headline` (value, unit) gives perf per watt.
@@ -385,7 +393,8 @@ impl Sampler {
         let (samples, cpu) = self.thread.take().and_then(|t| t.join().ok()).unwrap_or_default();
         let wall = self.begun.elapsed().as_secs_f64().max(1e-3);
         let (start, end) = *self.window.lock().unwrap_or_else(|p| p.into_inner());
-        let (start, end) = (start.unwrap_or(0.0), end.unwrap_or(wall));
+        // Staggered instances that never measured at once: the last one's window instead.
+        let (start, end) = (start.unwrap_or(0.0), end.filter(|e| *e > start.unwrap_or(0.0)).unwrap_or(wall));
         // A sample belongs to the window when its interval's middle falls inside it.
         let interval = self.report.interval_s;
         let within = |from: f64| -> Vec<&Sample> {
@@ -393,7 +402,10 @@ impl Sampler {
         };
         let mut r = std::mem::take(&mut self.report);
         r.window = average(&within(start));
-        r.peak_tail = average(&within(start.max(end - 60.0 * self.peak_minutes)));
+        // Only a window longer than the tail has one of its own (seed 000's "last 10
+        // minutes of peak" in a 30-minute run).
+        let tail_from = end - 60.0 * self.peak_minutes;
+        r.peak_tail = if tail_from > start { average(&within(tail_from)) } else { None };
         r.power.window_w = r.window.as_ref().and_then(|w| w.watts);
         if let (Some((value, unit)), Some(w)) = (headline, r.power.window_w.filter(|w| *w > 0.0)) {
             r.power.per_watt = Some(value / w);

@@ -66,8 +66,11 @@ impl Figure {
     fn new(o: &Options) -> Result<Self> {
         match (&o.regex, &o.json_pointer) {
             (Some(r), None) => {
-                let re =
-                    regex::Regex::new(r).map_err(|e| anyhow::anyhow!("command: the regex '{r}' is invalid: {e}"))?;
+                let re = regex::Regex::new(r).map_err(|e| {
+                    // The crate draws the error over several lines; an error here is one.
+                    let why = e.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
+                    anyhow::anyhow!("command: the regex '{r}' is invalid: {why}")
+                })?;
                 Ok(Figure::Regex(re))
             }
             (None, Some(p)) if p.is_empty() || p.starts_with('/') => Ok(Figure::Json(p.clone())),

@@ -1,0 +1,73 @@
+//! The five seed studies (`studies/seed-00N.toml`), each run end to end in its quick form,
+//! checked for the tables and figures its seed reported.
+
+mod common;
+use common::*;
+use std::path::Path;
+
+/// Studies measure, so they take turns: two at once would halve each other's machine.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Runs `dbvs study|capacity FILE --quick` into a scratch directory; returns the markdown
+/// report and what the command printed.
+fn quick(command: &str, file: &str, report: &str) -> (String, String) {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = reachable_tempdir();
+    let out = dir.path().join("out");
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("studies").join(file);
+    let o = ok(&[command, file.to_str().unwrap(), "--quick", "--out", out.to_str().unwrap()]);
+    let md = std::fs::read_to_string(out.join(report)).unwrap();
+    (md, stdout(&o))
+}
+
+fn has(md: &str, needles: &[&str]) {
+    for n in needles {
+        assert!(md.contains(n), "'{n}' missing from:\n{md}");
+    }
+}
+
+#[test]
+fn seed_000_full_disk_encryption_under_ds2_instances() {
+    let (md, out) = quick("study", "seed-000.toml", "report.md");
+    has(&md, &["## Answer", "## Changes vs baseline", "## Per instance (mean over runs)", "## Runs"]);
+    // The encryption alone, against the same unencrypted volume, as the seed switched
+    // BitLocker on and off on one volume.
+    has(&md, &["## Changes vs each variant's control", "| fscrypt | plain on ext4 image |"]);
+    // The seed's CPU figure: system CPU busy, with its change in points.
+    has(&md, &["system CPU busy", "points"]);
+    assert!(out.contains("fscrypt") && out.contains("canary fscrypt"), "{out}");
+}
+
+#[test]
+fn seed_001_slow_storage_against_fast_with_power() {
+    let (md, _) = quick("study", "seed-001.toml", "report.md");
+    has(&md, &["## Answer", "- ssd: ds2 / OPM", "## Disks under the data (window averages)"]);
+    // The I/O limit bit: the machine table shows it per variant.
+    // The slow storage's limit, and its disk counters against the fast one's.
+    has(&md, &["read_iops 300, write_iops 300", "## Machine during the runs (window averages)"]);
+    assert!(!md.contains(".work-"), "work directories leak into the report:\n{md}");
+}
+
+#[test]
+fn seed_002_file_encryption_under_file_copies_tpcc_profiles_and_batch() {
+    let (md, _) = quick("study", "seed-002.toml", "report.md");
+    has(&md, &["| file test 256MB | write", "| file test 768MB | read"]);
+    has(&md, &["tpcc hammerora-default", "tpcc hammerora-query", "tpcc hammerora-update"]);
+    has(&md, &["| batch | q1 latency", "| batch | q5 latency", "geometric mean of 5"]);
+    has(&md, &["| gocryptfs | plain through FUSE |"]);
+}
+
+#[test]
+fn seed_003_two_encryptors_on_bignw_with_their_pair() {
+    let (md, _) = quick("study", "seed-003.toml", "report.md");
+    has(&md, &["## Variant against variant", "| gocryptfs | tde |"]);
+    has(&md, &["bignw b1 index seek on order date", "bignw b10 full backup", "geometric mean of 3"]);
+    has(&md, &["## Mean per variant, +-% at 95% confidence"]);
+}
+
+#[test]
+fn seed_004_the_upgrade_ladder_as_a_capacity_search() {
+    let (md, out) = quick("capacity", "seed-004.toml", "capacity.md");
+    has(&md, &["old: one core", "new: whole machine"]);
+    assert!(out.contains("instances") && out.contains("per instance"), "{out}");
+}
