@@ -394,7 +394,6 @@ impl Database for SqliteDb {
     fn connect(&self) -> Result<Connection> {
         Ok(Connection::Sqlite(SqliteConnection { conn: self.open()?, gate: self.gate.clone() }))
     }
-    /// The file's path; an encrypted file is refused, as its key never leaves dbvs.
     fn client_env(&self) -> Result<Vec<(String, String)>> {
         if self.key.is_some() {
             bail!("an SQLCipher database cannot be handed to another program: its key never leaves dbvs");
