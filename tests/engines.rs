@@ -149,6 +149,46 @@ fn tpcc(engine: Engine) {
     assert!(measured > 0 && new_orders >= measured, "{new_orders} orders in the copy, {measured} measured");
 }
 
+fn oltp(engine: Engine) {
+    let place = Place::start(engine);
+    let r = run_kept(&place, "oltp", "1000", "oltpkept");
+    let tps = r["metrics"]["tps"].as_f64().unwrap();
+    assert!((r["metrics"]["qps"].as_f64().unwrap() - 20.0 * tps).abs() < 1e-6 * tps, "{}", r["metrics"]);
+    // The other mixes, briefly, on fresh copies; their checks ran too (run_kept's for read_write).
+    for mix in ["read_only", "write_only", "point_select"] {
+        let pristine = place.target("oltp");
+        let args = ["run", "--target", &pristine, "--workload", "oltp", "--size", "1000", "--mix", mix];
+        let out =
+            stdout(&ok(&[&args[..], &["--threads", "2", "--duration", "1s", "--warmup", "0s", "--no-store"]].concat()));
+        assert!(out.contains("check ok") && !out.contains("FAILED"), "{mix}: {out}");
+    }
+    // sysbench itself runs on the copy dbvs built and ran: the same tables, statements and ids.
+    let driver = match &place.server {
+        Server::Sqlite => return,
+        Server::Postgres(s) => format!(
+            "--db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port={} --pgsql-user=dbvs --pgsql-db=oltpkept",
+            s.port
+        ),
+        Server::Mariadb(s) => format!(
+            "--db-driver=mysql --mysql-host=127.0.0.1 --mysql-port={} --mysql-user=dbvs --mysql-db=oltpkept",
+            s.port
+        ),
+    };
+    let sysbench = std::process::Command::new("sh")
+        .args(["-c", &format!("sysbench oltp_read_write {driver} --table-size=1000 --threads=2 --time=1 run")])
+        .output()
+        .expect("sysbench runs (scripts/setup installs it)");
+    let said = String::from_utf8_lossy(&sysbench.stdout);
+    assert!(
+        sysbench.status.success() && said.contains("transactions:"),
+        "{said}{}",
+        String::from_utf8_lossy(&sysbench.stderr)
+    );
+    let kept = place.target("oltpkept");
+    let out = stdout(&ok(&["check", "--target", &kept, "--workload", "oltp", "--size", "1000"]));
+    assert!(out.contains("check ok") && !out.contains("FAILED"), "{out}");
+}
+
 /// One test per workload and engine: `workload::engine`.
 macro_rules! per_engine {
     ($($workload:ident),*) => {$(
@@ -169,4 +209,4 @@ macro_rules! per_engine {
     )*};
 }
 
-per_engine!(ds2, tpcb, tpcc);
+per_engine!(ds2, tpcb, tpcc, oltp);

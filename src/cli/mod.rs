@@ -78,6 +78,7 @@ struct DbArgs {
     /// Data size. ds2: S, M, L (DS2's 10MB, 1GB, 100GB) or <n>MB / <n>GB [default: 10MB].
     /// tpcb: pgbench's scale factor (100,000 accounts each) [default: 1].
     /// tpcc and batch: warehouses [default: 1].
+    /// oltp: rows per table, as sysbench's --table-size [default: 10000].
     /// bignw: scale factor, 1 = BigNW's 83,830 orders, 0.01 = about Northwind's [default: 1].
     /// command: passed to its scripts as DBVS_SIZE.
     #[arg(long, allow_hyphen_values = true)]
@@ -119,6 +120,8 @@ struct DbArgs {
     #[command(flatten)]
     tpcc: workloads::tpcc::Options,
     #[command(flatten)]
+    oltp: workloads::oltp::Options,
+    #[command(flatten)]
     bignw: workloads::bignw::Options,
     #[command(flatten)]
     command: workloads::command::Options,
@@ -147,6 +150,7 @@ impl DbArgs {
         Ok(match Options::named(&self.workload)? {
             Options::Ds2(_) => Options::Ds2(self.ds2.clone()),
             Options::Tpcc(_) => Options::Tpcc(self.tpcc.clone()),
+            Options::Oltp(_) => Options::Oltp(self.oltp.clone()),
             Options::Bignw(_) => Options::Bignw(self.bignw.clone()),
             Options::Command(_) => Options::Command(self.command.clone()),
             other => other,

@@ -12,6 +12,7 @@ pub mod cipher;
 pub mod command;
 pub mod ds2;
 pub mod fileio;
+pub mod oltp;
 pub mod tpcb;
 pub mod tpcc;
 
@@ -27,7 +28,7 @@ use serde::{Deserialize, Serialize};
 pub const CANARY: &str = "DBVS-CANARY-PLAINTEXT-7F3A";
 
 /// Every workload's name.
-pub const ALL: &[&str] = &["ds2", "tpcb", "tpcc", "batch", "bignw", "fileio", "cipher", "command"];
+pub const ALL: &[&str] = &["ds2", "tpcb", "tpcc", "oltp", "batch", "bignw", "fileio", "cipher", "command"];
 
 /// The workloads that drive a database, which `dbvs build`, `run` and `check` accept.
 pub fn driven_names() -> Vec<&'static str> {
@@ -130,6 +131,7 @@ pub enum Options {
     Ds2(ds2::Mix),
     Tpcb(NoOptions),
     Tpcc(tpcc::Options),
+    Oltp(oltp::Options),
     Batch(NoOptions),
     Bignw(bignw::Options),
     Fileio(NoOptions),
@@ -154,6 +156,7 @@ impl Options {
             Options::Ds2(_) => "ds2",
             Options::Tpcb(_) => "tpcb",
             Options::Tpcc(_) => "tpcc",
+            Options::Oltp(_) => "oltp",
             Options::Batch(_) => "batch",
             Options::Bignw(_) => "bignw",
             Options::Fileio(_) => "fileio",
@@ -171,6 +174,7 @@ impl Options {
     pub fn describe(&self) -> String {
         match self {
             Options::Tpcc(o) => o.describe(),
+            Options::Oltp(o) => o.describe(),
             o => o.name().to_string(),
         }
     }
@@ -225,6 +229,7 @@ impl WorkloadSpec {
             Options::Ds2(mix) => Kind::Driven(Box::new(ds2::Ds2::new(self, mix)?)),
             Options::Tpcb(_) => Kind::Driven(Box::new(tpcb::Tpcb::new(self)?)),
             Options::Tpcc(o) => Kind::Driven(Box::new(tpcc::Tpcc::new(self, o)?)),
+            Options::Oltp(o) => Kind::Driven(Box::new(oltp::Oltp::new(self, o)?)),
             Options::Batch(_) => Kind::Driven(Box::new(batch::Batch::new(self)?)),
             Options::Bignw(o) => Kind::Driven(Box::new(bignw::Bignw::new(self, o)?)),
             Options::Fileio(_) => Kind::Standalone(Box::new(fileio::Fileio::new(self)?)),
@@ -347,8 +352,8 @@ mod tests {
         }
         let e = Options::named("tpcd").unwrap_err().to_string();
         assert!(e.contains("'tpcd'") && e.contains("cipher"), "{e}");
-        assert_eq!(throughput_names(), ["ds2", "tpcb", "tpcc"]);
-        assert_eq!(driven_names(), ["ds2", "tpcb", "tpcc", "batch", "bignw", "command"]);
+        assert_eq!(throughput_names(), ["ds2", "tpcb", "tpcc", "oltp"]);
+        assert_eq!(driven_names(), ["ds2", "tpcb", "tpcc", "oltp", "batch", "bignw", "command"]);
     }
 
     #[test]

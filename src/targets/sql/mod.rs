@@ -137,6 +137,9 @@ pub enum DbError {
     /// The database holds something the workload did not put there.
     #[error("{0}")]
     Data(String),
+    /// A conflict the workload recognized itself (see [`DbError::duplicate_as_conflict`]).
+    #[error("{0}")]
+    Conflict(&'static str),
 }
 
 impl DbError {
@@ -147,6 +150,24 @@ impl DbError {
             DbError::Postgres(e) => super::postgres::conflict(e),
             DbError::MySql(e) => super::mysql::conflict(e),
             DbError::Data(_) => None,
+            DbError::Conflict(kind) => Some(kind),
+        }
+    }
+
+    /// A duplicate key turned into a conflict that restarts the transaction: for a workload
+    /// that re-inserts a row it just deleted, where a concurrent transaction can re-insert
+    /// it first (PostgreSQL's delete then finds nothing to wait for), as sysbench retries it.
+    pub fn duplicate_as_conflict(self) -> Self {
+        let duplicate = match &self {
+            DbError::Sqlite(e) => sqlite::duplicate(e),
+            DbError::Postgres(e) => e.code() == Some(&::postgres::error::SqlState::UNIQUE_VIOLATION),
+            DbError::MySql(::mysql::Error::MySqlError(m)) => m.code == 1062,
+            _ => false,
+        };
+        if duplicate {
+            DbError::Conflict("duplicate key")
+        } else {
+            self
         }
     }
 }
@@ -221,8 +242,18 @@ pub trait Session: Send {
 
 /// Opens a session on `conn` with `statements` prepared for its engine.
 pub fn session(conn: Connection, statements: &Statements) -> Result<Box<dyn Session>> {
+    let sql = statements.all(conn.engine());
+    prepared(conn, sql)
+}
+
+/// Opens a session on `conn` with statements written at run time (one set per table), in
+/// portable SQL, indexed as given.
+pub fn session_of(conn: Connection, portable: &[String]) -> Result<Box<dyn Session>> {
     let engine = conn.engine();
-    let sql = statements.all(engine);
+    prepared(conn, portable.iter().map(|s| translate(s, engine)).collect())
+}
+
+fn prepared(conn: Connection, sql: Vec<String>) -> Result<Box<dyn Session>> {
     Ok(match conn {
         Connection::Sqlite(c) => Box::new(sqlite::SqliteSession::new(c, sql)),
         Connection::Postgres(c) => Box::new(postgres::PgSession::new(c, &sql)?),

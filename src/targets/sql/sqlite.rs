@@ -137,3 +137,10 @@ pub fn drain(c: &rusqlite::Connection, sql: &str) -> Result<u64> {
     }
     Ok(n)
 }
+
+/// A primary key or unique index already holds the value.
+pub fn duplicate(e: &rusqlite::Error) -> bool {
+    const PRIMARYKEY: i32 = rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY;
+    const UNIQUE: i32 = rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE;
+    matches!(e, rusqlite::Error::SqliteFailure(f, _) if matches!(f.extended_code, PRIMARYKEY | UNIQUE))
+}
