@@ -73,15 +73,15 @@ impl Place {
 }
 
 /// Runs `workload` for a few seconds on a kept copy; returns the run record.
-fn run_kept(place: &Place, workload: &str, size: &str, kept: &str) -> Value {
+fn run_kept(place: &Place, workload: &str, size: &str, kept: &str, options: &[&str]) -> Value {
     let json = place.dir.path().join(format!("{workload}.json"));
     let pristine = place.target(workload);
     let kept_name = match place.server {
         Server::Sqlite => place.dir.path().join(format!("{kept}.db")).display().to_string(),
         _ => kept.to_string(),
     };
-    ok(&["build", "--target", &pristine, "--workload", workload, "--size", size]);
-    ok(&[
+    ok(&[&["build", "--target", &pristine, "--workload", workload, "--size", size], options].concat());
+    let run = [
         "run",
         "--target",
         &pristine,
@@ -100,7 +100,8 @@ fn run_kept(place: &Place, workload: &str, size: &str, kept: &str) -> Value {
         "--keep-db",
         &kept_name,
         "--no-store",
-    ]);
+    ];
+    ok(&[&run[..], options].concat());
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(r["status"], "completed", "{r}");
     let checks = r["checks"].as_array().unwrap();
@@ -114,7 +115,7 @@ fn run_kept(place: &Place, workload: &str, size: &str, kept: &str) -> Value {
 
 fn ds2(engine: Engine) {
     let place = Place::start(engine);
-    let r = run_kept(&place, "ds2", "1MB", "ds2kept");
+    let r = run_kept(&place, "ds2", "1MB", "ds2kept", &[]);
     assert_eq!(r["target"]["engine"], engine.name());
     let committed = r["totals"]["committed"].as_i64().unwrap();
     let count = |db: &str, table: &str| place.number(db, &format!("SELECT count(*) FROM {table}"));
@@ -131,7 +132,7 @@ fn ds2(engine: Engine) {
 
 fn tpcb(engine: Engine) {
     let place = Place::start(engine);
-    let r = run_kept(&place, "tpcb", "1", "tpcbkept");
+    let r = run_kept(&place, "tpcb", "1", "tpcbkept", &[]);
     assert_eq!(r["checks"].as_array().unwrap().len(), 4, "{}", r["checks"]);
     // pgbench's own tables and sizes: pgbench can run against the database dbvs built.
     assert_eq!(place.number("tpcb", "SELECT count(*) FROM pgbench_accounts"), 100_000);
@@ -142,7 +143,7 @@ fn tpcb(engine: Engine) {
 
 fn tpcc(engine: Engine) {
     let place = Place::start(engine);
-    let r = run_kept(&place, "tpcc", "1", "tpcckept");
+    let r = run_kept(&place, "tpcc", "1", "tpcckept", &[]);
     // The kept copy holds the warm-up's orders too; NOPM counts the measured window's.
     let new_orders = place.number("tpcckept", "SELECT count(*) FROM orders") - 30_000;
     let measured = r["metrics"]["new_orders_committed"].as_i64().unwrap();
@@ -151,13 +152,17 @@ fn tpcc(engine: Engine) {
 
 fn oltp(engine: Engine) {
     let place = Place::start(engine);
-    let r = run_kept(&place, "oltp", "1000", "oltpkept");
+    // More tables than one connection's default statement cache holds statements for (32).
+    let tables = ["--tables", "4"];
+    let r = run_kept(&place, "oltp", "1000", "oltpkept", &tables);
+    assert_eq!(r["checks"].as_array().unwrap().len(), 4, "{}", r["checks"]);
     let tps = r["metrics"]["tps"].as_f64().unwrap();
     assert!((r["metrics"]["qps"].as_f64().unwrap() - 20.0 * tps).abs() < 1e-6 * tps, "{}", r["metrics"]);
     // The other mixes, briefly, on fresh copies; their checks ran too (run_kept's for read_write).
     for mix in ["read_only", "write_only", "point_select"] {
         let pristine = place.target("oltp");
-        let args = ["run", "--target", &pristine, "--workload", "oltp", "--size", "1000", "--mix", mix];
+        let args =
+            ["run", "--target", &pristine, "--workload", "oltp", "--size", "1000", "--tables", "4", "--mix", mix];
         let out =
             stdout(&ok(&[&args[..], &["--threads", "2", "--duration", "1s", "--warmup", "0s", "--no-store"]].concat()));
         assert!(out.contains("check ok") && !out.contains("FAILED"), "{mix}: {out}");
@@ -175,7 +180,10 @@ fn oltp(engine: Engine) {
         ),
     };
     let sysbench = std::process::Command::new("sh")
-        .args(["-c", &format!("sysbench oltp_read_write {driver} --table-size=1000 --threads=2 --time=1 run")])
+        .args([
+            "-c",
+            &format!("sysbench oltp_read_write {driver} --tables=4 --table-size=1000 --threads=2 --time=1 run"),
+        ])
         .output()
         .expect("sysbench runs (scripts/setup installs it)");
     let said = String::from_utf8_lossy(&sysbench.stdout);
@@ -185,7 +193,7 @@ fn oltp(engine: Engine) {
         String::from_utf8_lossy(&sysbench.stderr)
     );
     let kept = place.target("oltpkept");
-    let out = stdout(&ok(&["check", "--target", &kept, "--workload", "oltp", "--size", "1000"]));
+    let out = stdout(&ok(&["check", "--target", &kept, "--workload", "oltp", "--size", "1000", "--tables", "4"]));
     assert!(out.contains("check ok") && !out.contains("FAILED"), "{out}");
 }
 

@@ -24,6 +24,9 @@ pub struct MyConnInfo {
 }
 
 /// A deadlock (1213) or lock wait timeout (1205), by name: the transaction should be run again.
+/// The most statements one connection keeps prepared.
+pub const SESSION_STATEMENTS: usize = 1024;
+
 pub fn conflict(e: &::mysql::Error) -> Option<&'static str> {
     match e {
         ::mysql::Error::MySqlError(m) if m.code == 1213 => Some("deadlock"),
@@ -60,7 +63,11 @@ impl MyConnInfo {
             .user(Some(self.user.clone()))
             .pass(self.password.clone())
             .db_name(db.map(String::from))
-            .tcp_connect_timeout(Some(std::time::Duration::from_secs(10)));
+            .tcp_connect_timeout(Some(std::time::Duration::from_secs(10)))
+            // A session keeps its prepared statements for its life, but the crate closes what
+            // its cache evicts (32 by default): the cache must hold a whole session's (oltp
+            // prepares 9 per table).
+            .stmt_cache_size(Some(SESSION_STATEMENTS));
         mysql::Conn::new(opts).map_err(|e| {
             let fix = if e.to_string().contains("Too many connections") {
                 "use fewer --threads, or raise max_connections (--server-setting max_connections=N on a managed server)"

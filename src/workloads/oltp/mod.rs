@@ -28,6 +28,9 @@ const OPERATIONS: &[&str] = &["transaction"];
 /// sysbench's statement counts per transaction and its range length.
 const POINT_SELECTS: usize = 10;
 const RANGE_SIZE: i64 = 100;
+/// Tables a worker keeps its statements prepared for (within a MariaDB connection's cache).
+const MAX_TABLES: u32 = 100;
+const _: () = assert!(MAX_TABLES as usize * PER_TABLE.len() <= crate::targets::mysql::SESSION_STATEMENTS);
 
 /// Which of sysbench's scripts the transactions follow.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,8 +83,8 @@ pub struct Options {
     /// oltp: which sysbench script's transactions: read_write, read_only, write_only or point_select.
     #[arg(long, value_enum, default_value_t = Mix::ReadWrite)]
     pub mix: Mix,
-    /// oltp: tables sbtest1..N (sysbench's --tables).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    /// oltp: tables sbtest1..N (sysbench's --tables), up to 100: every worker keeps 9 statements per table prepared.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=MAX_TABLES as i64))]
     pub tables: u32,
 }
 
@@ -115,8 +118,8 @@ impl Oltp {
                 "oltp takes --size as rows per table (sysbench's --table-size), a whole number from 1 to 1000000000"
             ),
         };
-        if !(1..=1000).contains(&options.tables) {
-            bail!("oltp takes tables from 1 to 1000, not {}", options.tables);
+        if !(1..=MAX_TABLES).contains(&options.tables) {
+            bail!("oltp takes tables from 1 to {MAX_TABLES}, not {}", options.tables);
         }
         Ok(Self { options: options.clone(), rows, seed: args.seed })
     }
