@@ -20,13 +20,19 @@ fn cipher_table_is_sane_next_to_openssl_speed_and_aes_ni_matters() {
         "--sizes",
         "100KB,1MB",
         "--runs",
-        "1",
+        "2",
         "--json",
         json.to_str().unwrap(),
         "--html",
         html.to_str().unwrap(),
     ]);
     assert!(stdout(&o).contains("AES-NI gain") && stdout(&o).contains("average"), "{}", stdout(&o));
+    // One thread per core by default, as TrueCrypt's table; the medians and each run's table.
+    let cores = std::thread::available_parallelism().unwrap().get();
+    assert!(stdout(&o).contains(&format!("; {cores} thread(s); median of 2 runs")), "{}", stdout(&o));
+    for title in ["aes-256-xts, median of 2 run(s)", "aes-256-xts, run 1", "aes-256-xts, run 2"] {
+        assert!(stdout(&o).contains(title), "{title}: {}", stdout(&o));
+    }
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(r["series"].as_array().unwrap().len(), 2);
     let page = std::fs::read_to_string(&html).unwrap();

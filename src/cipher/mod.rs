@@ -84,6 +84,9 @@ pub struct Point {
     pub decrypt_mbs: f64,
     /// (encrypt + decrypt) / 2, TrueCrypt's "Mean".
     pub mean_mbs: f64,
+    /// Each run's encrypt and decrypt MB/s, in order (the figures above are their medians).
+    #[serde(default)]
+    pub runs: Vec<[f64; 2]>,
 }
 
 /// One cipher at one AES-NI setting over the buffer sizes.
@@ -273,7 +276,8 @@ pub fn measure(algo: Algo, plain: &mut [u8], cipher: &mut [u8], threads: usize, 
         dec.push(mbs(d));
     }
     let (e, d) = (crate::stats::median(&enc), crate::stats::median(&dec));
-    Ok(Point { label: String::new(), bytes: len, encrypt_mbs: e, decrypt_mbs: d, mean_mbs: (e + d) / 2.0 })
+    let runs = enc.iter().zip(&dec).map(|(e, d)| [*e, *d]).collect();
+    Ok(Point { label: String::new(), bytes: len, encrypt_mbs: e, decrypt_mbs: d, mean_mbs: (e + d) / 2.0, runs })
 }
 
 #[cfg(test)]

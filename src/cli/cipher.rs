@@ -32,8 +32,9 @@ pub struct CipherArgs {
     /// With or without AES-NI, or both and the gain.
     #[arg(long, value_enum, default_value_t = AesNi::Both)]
     aesni: AesNi,
-    /// Threads: a number, or "all" for one per core (as VeraCrypt's benchmark).
-    #[arg(long, default_value = "1")]
+    /// Threads: a number, or "all" for one per core (as TrueCrypt's and VeraCrypt's benchmarks,
+    /// and seed 000's table).
+    #[arg(long, default_value = "all")]
     threads: String,
     /// Runs per measurement; the median is reported.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
@@ -138,14 +139,16 @@ fn print(r: &CipherReport) {
         r.runs
     );
     for c in report::ciphers(r) {
-        let (header, rows) = report::rows(r, &c);
-        let mut t = Table::new();
-        t.load_preset(UTF8_FULL_CONDENSED);
-        t.set_header(header);
-        for row in rows {
-            t.add_row(row);
+        for of in report::Of::all(r) {
+            let (header, rows) = report::rows(r, &c, of);
+            let mut t = Table::new();
+            t.load_preset(UTF8_FULL_CONDENSED);
+            t.set_header(header);
+            for row in rows {
+                t.add_row(row);
+            }
+            println!("{}\n{t}", of.title(&c, r.runs));
         }
-        println!("{c}\n{t}");
     }
     if !r.skipped_sizes.is_empty() {
         println!("left out for lack of memory: {}", r.skipped_sizes.join(", "));

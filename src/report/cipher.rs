@@ -28,9 +28,42 @@ pub struct CipherReport {
     pub skipped_sizes: Vec<String>,
 }
 
+/// Which figures a table shows: the medians over the runs, or one run's (from 0).
+#[derive(Clone, Copy)]
+pub enum Of {
+    Median,
+    Run(usize),
+}
+
+impl Of {
+    /// Every table of a report: the medians, then each run's when there were several.
+    pub fn all(r: &CipherReport) -> Vec<Of> {
+        let runs = if r.runs > 1 { r.runs } else { 0 };
+        std::iter::once(Of::Median).chain((0..runs).map(Of::Run)).collect()
+    }
+
+    pub fn title(self, cipher: &str, runs: usize) -> String {
+        match self {
+            Of::Median => format!("{cipher}, median of {runs} run(s)"),
+            Of::Run(i) => format!("{cipher}, run {}", i + 1),
+        }
+    }
+
+    /// A point's encrypt, decrypt and mean MB/s (a run's mean as TrueCrypt's: their average).
+    fn figures(self, p: &Point) -> [f64; 3] {
+        match self {
+            Of::Run(i) if i < p.runs.len() => {
+                let [e, d] = p.runs[i];
+                [e, d, (e + d) / 2.0]
+            }
+            _ => [p.encrypt_mbs, p.decrypt_mbs, p.mean_mbs],
+        }
+    }
+}
+
 /// Rows of one cipher's table: per size, each AES-NI setting's encrypt/decrypt/mean and,
 /// with both settings, the mean's gain from AES-NI. The last row averages the sizes.
-pub fn rows(r: &CipherReport, cipher: &str) -> (Vec<String>, Vec<Vec<String>>) {
+pub fn rows(r: &CipherReport, cipher: &str, of: Of) -> (Vec<String>, Vec<Vec<String>>) {
     let series: Vec<&Series> = r.series.iter().filter(|s| s.cipher == cipher).collect();
     let mut header = vec!["buffer".to_string()];
     for s in &series {
@@ -48,26 +81,22 @@ pub fn rows(r: &CipherReport, cipher: &str) -> (Vec<String>, Vec<Vec<String>>) {
         .map(|i| {
             let mut row = vec![series[0].points[i].label.clone()];
             for s in &series {
-                let p = &s.points[i];
-                row.extend([p.encrypt_mbs, p.decrypt_mbs, p.mean_mbs].map(|x| format!("{x:.0}")));
+                row.extend(of.figures(&s.points[i]).map(|x| format!("{x:.0}")));
             }
             if let Some((on, off)) = both {
-                row.push(gain(on.points[i].mean_mbs, off.points[i].mean_mbs));
+                row.push(gain(of.figures(&on.points[i])[2], of.figures(&off.points[i])[2]));
             }
             row
         })
         .collect();
     if n > 0 {
-        let avg = |s: &Series, f: fn(&Point) -> f64| s.points.iter().map(f).sum::<f64>() / n as f64;
+        let avg = |s: &Series, k: usize| s.points.iter().map(|p| of.figures(p)[k]).sum::<f64>() / n as f64;
         let mut row = vec!["average".to_string()];
         for s in &series {
-            row.extend(
-                [avg(s, |p| p.encrypt_mbs), avg(s, |p| p.decrypt_mbs), avg(s, |p| p.mean_mbs)]
-                    .map(|x| format!("{x:.0}")),
-            );
+            row.extend([avg(s, 0), avg(s, 1), avg(s, 2)].map(|x| format!("{x:.0}")));
         }
         if let Some((on, off)) = both {
-            row.push(gain(avg(on, |p| p.mean_mbs), avg(off, |p| p.mean_mbs)));
+            row.push(gain(avg(on, 2), avg(off, 2)));
         }
         rows.push(row);
     }
@@ -154,8 +183,10 @@ pub fn html(r: &CipherReport) -> Result<String> {
     );
     let _ = writeln!(out, "<div class=\"chart\">{}</div>", chart(r)?);
     for c in ciphers(r) {
-        let (header, rows) = rows(r, &c);
-        html::table(&mut out, &Table { title: c, header, rows });
+        for of in Of::all(r) {
+            let (header, rows) = rows(r, &c, of);
+            html::table(&mut out, &Table { title: of.title(&c, r.runs), header, rows });
+        }
     }
     if !r.skipped_sizes.is_empty() {
         let _ = writeln!(out, "<p>Left out for lack of memory: {}.</p>", html::esc(&r.skipped_sizes.join(", ")));
@@ -176,6 +207,7 @@ mod tests {
             encrypt_mbs: x,
             decrypt_mbs: x,
             mean_mbs: x,
+            runs: vec![[x, x], [2.0 * x, 2.0 * x]],
         };
         Series {
             cipher: "aes-256-xts".into(),
@@ -201,11 +233,15 @@ mod tests {
             series: series_both,
             skipped_sizes: vec!["1 GB".into()],
         };
-        let (header, rows) = rows(&r, "aes-256-xts");
+        let (header, rows) = rows(&r, "aes-256-xts", Of::Median);
         assert_eq!(header.len(), 8);
         assert_eq!(rows[0], ["100 KB", "1000", "1000", "1000", "250", "250", "250", "+300.0%"]);
         assert_eq!(rows[2][0], "average");
+        let (_, second) = super::rows(&r, "aes-256-xts", Of::Run(1));
+        assert_eq!(second[0], ["100 KB", "2000", "2000", "2000", "500", "500", "500", "+300.0%"]);
+        assert_eq!(Of::all(&r).len(), 4, "the medians and each of the 3 runs");
         let page = html(&r).unwrap();
+        assert!(page.contains("aes-256-xts, run 3"), "every run has its table");
         assert!(page.contains("<svg") && page.contains("+300.0%") && page.contains("lack of memory: 1 GB"));
         assert!(!page.contains("<script"));
     }
