@@ -233,13 +233,14 @@ fn a_managed_data_directory_serves_one_dbvs_at_a_time() {
 }
 
 /// A study killed between blocks is marked aborted by the next start, and `--resume` takes
-/// it up from its first incomplete block; the report counts every block once.
+/// it up from its first incomplete block; the report counts every block once. It ran its
+/// quick form, and resumes in it without being told `--quick` again.
 #[test]
 fn a_killed_study_is_aborted_then_resumed_from_its_first_incomplete_block() {
     let _turn = turn();
     let dir = reachable_tempdir();
     let (study, out, log) = (dir.path().join("s.toml"), dir.path().join("out"), dir.path().join("log"));
-    let body = "name = \"r\"\nblocks = { min = 4, max = 4 }\n[workload]\nname = \"ds2\"\nsize = \"1MB\"\n\
+    let body = "name = \"r\"\nblocks = { min = 9, max = 9 }\n[quick]\nblocks = { min = 4, max = 4 }\n[workload]\nname = \"ds2\"\nsize = \"1MB\"\n\
                 duration = \"1s\"\nwarmup = \"0.2s\"\n[[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
                 [[variants]]\nname = \"slow\"\nkind = \"delay\"\nper_transaction = \"1ms\"\n";
     std::fs::write(&study, body).unwrap();
@@ -250,7 +251,7 @@ fn a_killed_study_is_aborted_then_resumed_from_its_first_incomplete_block() {
         c.env("DBVS_RESULTS", &store).env("DBVS_LEASES", leases(dir.path())).args(args);
         c
     };
-    let mut c = spawn_with_store(&["study", s, "--out", o]);
+    let mut c = spawn_with_store(&["study", s, "--out", o, "--quick"]);
     let f = std::fs::File::create(&log).unwrap();
     let mut child = c.stdout(f.try_clone().unwrap()).stderr(f).spawn().unwrap();
     wait_for(120, "two blocks", || log_has(&log, "block 2 done"));

@@ -244,9 +244,15 @@ impl Store {
 
     /// Takes up a study that did not finish (aborted, interrupted or failed) again, with the
     /// same study file; returns the runs it has.
+    /// The study file study `id` ran with (its quick form, if it ran that).
+    pub fn study_file(&self, id: i64) -> Result<String> {
+        self.study(id)?;
+        Ok(self.conn.query_row("SELECT study_file FROM studies WHERE id = ?1", [id], |r| r.get(0))?)
+    }
+
     pub fn resume_study(&self, id: i64, study_file: &str) -> Result<Vec<RunRow>> {
         let (row, _) = self.study(id)?;
-        let stored: String = self.conn.query_row("SELECT study_file FROM studies WHERE id = ?1", [id], |r| r.get(0))?;
+        let stored = self.study_file(id)?;
         match row.status {
             Status::Aborted | Status::Interrupted | Status::Failed => {}
             Status::Running => anyhow::bail!("study {id} is still running; it cannot be resumed twice"),

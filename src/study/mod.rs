@@ -67,8 +67,11 @@ struct Active {
 }
 
 pub fn run(path: &Path, opts: Options) -> Result<Outcome> {
-    let (study, text) = StudyFile::load(path, opts.quick)?;
     let mut store = Store::open(&opts.store)?;
+    // A study that ran its quick form resumes in it, --quick given again or not.
+    let ran_quick = |id| StudyFile::load(path, true).is_ok_and(|(_, quick)| store.study_file(id).ok() == Some(quick));
+    let quick = opts.quick || opts.resume.is_some_and(ran_quick);
+    let (study, text) = StudyFile::load(path, quick)?;
     let (id, stored) = match opts.resume {
         Some(id) => (id, store.resume_study(id, &text)?),
         None => (store.begin_study(&study.name, &text)?, vec![]),
