@@ -164,7 +164,7 @@ impl Workload for Tpcc {
         let w = self.warehouses;
         let i = index as i64;
         Ok(Box::new(worker::Terminal {
-            session: seam::session(db.connect()?, &sql::STATEMENTS)?,
+            session: seam::session_of(db.connect()?, &sql::all())?,
             rng: ChaCha8Rng::seed_from_u64(self.seed ^ ((index as u64 + 1) << 40)),
             warehouses: w,
             home: i % w + 1,
@@ -193,6 +193,8 @@ impl Workload for Tpcc {
             "profile": self.opts.profile.name,
             "weights_no_p_d_sl_os": self.opts.profile.weights,
             "spec_pacing": self.opts.spec_pacing,
+            "new_order": "set-oriented: items in one query, stock locked in one query per supplying warehouse, \
+                          lines in one multi-row INSERT",
         })
     }
 

@@ -66,33 +66,77 @@ pub fn new_order(tx: &mut dyn Tx, r: &NewOrder) -> Result<Outcome, DbError> {
     let dist = tx.query(NO_DISTRICT, &[w, d])?;
     let (o_id, d_tax) = (dist.int(0, 0)?, dist.real(0, 1)?);
     tx.execute(NO_NEXT_ORDER, &[w, d])?;
+    let n = r.lines.len();
     let all_local = r.lines.iter().all(|l| l.supply_w == r.w);
-    tx.execute(NO_INSERT_ORDER, &[Int(o_id), d, w, Int(r.c), Int(r.lines.len() as i64), Int(all_local as i64)])?;
+    tx.execute(NO_INSERT_ORDER, &[Int(o_id), d, w, Int(r.c), Int(n as i64), Int(all_local as i64)])?;
     tx.execute(NO_INSERT_NEW_ORDER, &[Int(o_id), d, w])?;
-    let mut total = 0.0;
-    for (n, l) in (1..).zip(&r.lines) {
-        let item = tx.query(NO_ITEM, &[Int(l.item)])?;
-        if item.is_empty() {
-            // Clause 2.4.2.3: an unused item id means "item not found"; roll back.
-            return Ok(Outcome::RolledBack);
-        }
-        let price = item.real(0, 0)?;
-        let stock = tx.query(NO_STOCK, &[Int(l.item), Int(l.supply_w)])?;
-        let qty = stock.int(0, 0)?;
-        let dist_info = stock.text(0, 1 + r.d as usize)?.into_owned();
-        let left = if qty >= l.qty + 10 { qty - l.qty } else { qty - l.qty + 91 };
+    let Some(prices) = prices(tx, &r.lines)? else {
+        // Clause 2.4.2.3: an unused item id means "item not found"; roll back.
+        return Ok(Outcome::RolledBack);
+    };
+    let mut stock = locked_stock(tx, &r.lines, r.d)?;
+    let mut amounts = Vec::with_capacity(n);
+    for (l, price) in r.lines.iter().zip(prices) {
+        let s = stock
+            .iter_mut()
+            .find(|s| (s.w, s.item) == (l.supply_w, l.item))
+            .ok_or_else(|| DbError::Data(format!("no stock row for item {} of warehouse {}", l.item, l.supply_w)))?;
+        let left = if s.qty >= l.qty + 10 { s.qty - l.qty } else { s.qty - l.qty + 91 };
+        // A second line of the same item starts from this one's quantity.
+        s.qty = left;
         let remote = Int((l.supply_w != r.w) as i64);
         tx.execute(NO_UPDATE_STOCK, &[Int(left), Int(l.qty), remote, Int(l.item), Int(l.supply_w)])?;
-        let amount = (l.qty as f64 * price * 100.0).round() / 100.0;
-        total += amount;
-        tx.execute(
-            NO_INSERT_LINE,
-            &[Int(o_id), d, w, Int(n), Int(l.item), Int(l.supply_w), Int(l.qty), Real(amount), Text(&dist_info)],
-        )?;
+        amounts.push((l.qty as f64 * price * 100.0).round() / 100.0);
     }
+    let mut values = Vec::with_capacity(9 * n);
+    for (number, (l, amount)) in (1..).zip(r.lines.iter().zip(&amounts)) {
+        let info = stock.iter().find(|s| (s.w, s.item) == (l.supply_w, l.item)).map_or("", |s| &s.dist_info);
+        values.extend([Int(o_id), d, w, Int(number), Int(l.item), Int(l.supply_w), Int(l.qty), Real(*amount)]);
+        values.push(Text(info));
+    }
+    tx.execute(no_insert_lines(n), &values)?;
     // The order's total is part of the terminal output; computing it keeps the client work honest.
-    std::hint::black_box(total * (1.0 - discount) * (1.0 + w_tax + d_tax));
+    std::hint::black_box(amounts.iter().sum::<f64>() * (1.0 - discount) * (1.0 + w_tax + d_tax));
     Ok(Outcome::Committed)
+}
+
+/// Each line's item price, in one query; `None` when an item does not exist.
+fn prices(tx: &mut dyn Tx, lines: &[Line]) -> Result<Option<Vec<f64>>, DbError> {
+    let ids: Vec<Arg> = lines.iter().map(|l| Arg::Int(l.item)).collect();
+    let items = tx.query(no_items(lines.len()), &ids)?;
+    let mut prices = Vec::with_capacity(lines.len());
+    for l in lines {
+        let Some(row) = (0..items.len()).find(|&i| items.int(i, 0).is_ok_and(|id| id == l.item)) else {
+            return Ok(None);
+        };
+        prices.push(items.real(row, 1)?);
+    }
+    Ok(Some(prices))
+}
+
+/// A stock row New-Order locked: its quantity and the district's `s_dist_xx`.
+struct StockRow {
+    w: i64,
+    item: i64,
+    qty: i64,
+    dist_info: String,
+}
+
+/// The lines' stock rows, locked with one query per supplying warehouse (the lines are
+/// sorted by warehouse and item, so every New-Order locks in one order).
+fn locked_stock(tx: &mut dyn Tx, lines: &[Line], district: i64) -> Result<Vec<StockRow>, DbError> {
+    let mut stock = Vec::with_capacity(lines.len());
+    for group in lines.chunk_by(|a, b| a.supply_w == b.supply_w) {
+        let w = group[0].supply_w;
+        let args: Vec<Arg> = std::iter::once(w).chain(group.iter().map(|l| l.item)).map(Arg::Int).collect();
+        let rows = tx.query(no_stocks(group.len()), &args)?;
+        for i in 0..rows.len() {
+            // Columns: s_i_id, s_quantity, s_data, then s_dist_01..s_dist_10.
+            let dist_info = rows.text(i, 2 + district as usize)?.into_owned();
+            stock.push(StockRow { w, item: rows.int(i, 0)?, qty: rows.int(i, 1)?, dist_info });
+        }
+    }
+    Ok(stock)
 }
 
 /// The customer a last name names: the middle row (ceil(n/2)) in first-name order.
