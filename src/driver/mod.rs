@@ -186,6 +186,17 @@ pub struct RunResult {
     pub window_counter: Option<i64>,
 }
 
+impl RunResult {
+    /// Units per second over the measured window (TPS for a transaction workload).
+    pub fn per_second(&self) -> f64 {
+        if self.elapsed_s > 0.0 {
+            self.measured.units as f64 / self.elapsed_s
+        } else {
+            0.0
+        }
+    }
+}
+
 const PHASE_WARMUP: u8 = 0;
 const PHASE_MEASURE: u8 = 1;
 const PHASE_DONE: u8 = 2;

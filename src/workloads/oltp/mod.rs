@@ -292,8 +292,8 @@ impl Workload for Oltp {
     fn metrics(&self, run: &RunResult) -> serde_json::Value {
         let m = &run.measured;
         json!({
-            "tps": tps(run),
-            "qps": tps(run) * self.options.mix.queries() as f64,
+            "tps": run.per_second(),
+            "qps": run.per_second() * self.options.mix.queries() as f64,
             "transactions": m.units,
             "retries": m.retries,
             "retries_by_cause": m.retries_by_cause,
@@ -306,7 +306,7 @@ impl Workload for Oltp {
     }
 
     fn headline(&self, run: Option<&RunResult>) -> Measure {
-        Measure::higher("TPS", "transactions/s", run.map(tps))
+        Measure::higher("TPS", "transactions/s", run.map(RunResult::per_second))
     }
 
     fn supports_instances(&self) -> bool {
@@ -324,21 +324,12 @@ impl Workload for Oltp {
         format!(
             "transactions: {} ({:.2} per sec.), queries: {} ({:.2} per sec.), retries: {}, latency avg: {:.2} ms",
             m.units,
-            tps(run),
+            run.per_second(),
             m.units * self.options.mix.queries(),
-            tps(run) * self.options.mix.queries() as f64,
+            run.per_second() * self.options.mix.queries() as f64,
             m.retries,
             m.unit_latency.avg_ms,
         )
-    }
-}
-
-/// Transactions per second over the measured window.
-fn tps(run: &RunResult) -> f64 {
-    if run.elapsed_s > 0.0 {
-        run.measured.units as f64 / run.elapsed_s
-    } else {
-        0.0
     }
 }
 

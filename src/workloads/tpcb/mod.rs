@@ -207,7 +207,7 @@ impl Workload for Tpcb {
     fn metrics(&self, run: &RunResult) -> serde_json::Value {
         let m = &run.measured;
         json!({
-            "tps": tps(run),
+            "tps": run.per_second(),
             "transactions": m.units,
             "retries": m.retries,
             "lock_waits": m.lock_waits,
@@ -220,7 +220,7 @@ impl Workload for Tpcb {
     }
 
     fn headline(&self, run: Option<&RunResult>) -> Measure {
-        Measure::higher("TPS", "transactions/s", run.map(tps))
+        Measure::higher("TPS", "transactions/s", run.map(RunResult::per_second))
     }
 
     fn supports_instances(&self) -> bool {
@@ -237,19 +237,10 @@ impl Workload for Tpcb {
             "transactions: {}, duration: {:.1} s, tps = {:.1}, latency average = {:.3} ms, retries = {}",
             m.units,
             run.elapsed_s,
-            tps(run),
+            run.per_second(),
             m.unit_latency.avg_ms,
             m.retries
         )
-    }
-}
-
-/// Transactions per second over the measured window.
-fn tps(run: &RunResult) -> f64 {
-    if run.elapsed_s > 0.0 {
-        run.measured.units as f64 / run.elapsed_s
-    } else {
-        0.0
     }
 }
 
