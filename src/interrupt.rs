@@ -17,6 +17,12 @@ pub fn install() -> std::io::Result<()> {
     Ok(())
 }
 
+/// Raises the interrupt flag from inside the process, as a signal would (a remote agent
+/// whose coordinator asked it to stop, or went away).
+pub fn request() {
+    INTERRUPTED.get_or_init(|| Arc::new(AtomicBool::new(false))).store(true, Ordering::Relaxed);
+}
+
 /// Whether the user asked the process to stop.
 pub fn interrupted() -> bool {
     INTERRUPTED.get().is_some_and(|f| f.load(Ordering::Relaxed))

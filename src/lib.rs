@@ -10,6 +10,7 @@ pub mod interrupt;
 pub mod measure;
 pub mod openmetrics;
 pub mod record;
+pub mod remote;
 pub mod report;
 pub mod run;
 pub mod stats;

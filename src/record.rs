@@ -114,6 +114,9 @@ pub struct RunRecord {
     /// write-back drained, and any idle time asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settle_s: Option<f64>,
+    /// With `--clients`: the client hosts that drove the run, and the server's own count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients: Option<crate::remote::ClientsRecord>,
 }
 
 impl RunRecord {
@@ -160,6 +163,7 @@ impl RunRecord {
             limits: None,
             instances: None,
             settle_s: None,
+            clients: run.remote,
         }
     }
 
@@ -201,6 +205,7 @@ impl RunRecord {
             limits: None,
             instances: None,
             settle_s: None,
+            clients: None,
         }
     }
 

@@ -58,6 +58,10 @@ enum Command {
     /// Internal: waits for dbvs process PID to exit, then undoes what it left behind.
     #[command(hide = true)]
     Watchdog { pid: u32 },
+    /// Internal: a client host's side of a run with --clients, started by the coordinator
+    /// over ssh; speaks its protocol on stdin and stdout.
+    #[command(hide = true)]
+    Agent,
 }
 
 /// Which database, which workload, which data.
@@ -199,6 +203,8 @@ pub fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Command::Cleanup => return cleanup(),
+        // A client host's agent manages nothing there, so it has nothing to sweep.
+        Command::Agent => {}
         // What killed dbvs processes left mounted, keyed or running goes before anything starts.
         _ => {
             for line in crate::sys::lease::sweep() {
@@ -221,6 +227,7 @@ pub fn main() -> ExitCode {
         Command::Results(c) => results::results(c),
         Command::Report(a) => results::report(a),
         Command::Compare(a) => results::compare(a),
+        Command::Agent => crate::remote::agent_main(),
         Command::Cleanup | Command::Watchdog { .. } => unreachable!("handled before the signal handlers"),
     };
     result.unwrap_or_else(|e| {

@@ -90,6 +90,17 @@ pub struct RunArgs {
     /// clients started 15 s apart); each is measured over its own window.
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     stagger: Duration,
+    /// Run the workers on these hosts instead of here (user@host1,user@host2, as ssh takes
+    /// them; the user's own keys and known hosts), split evenly; the target must be a
+    /// server they reach. Each host needs the same dbvs version (see --client-dbvs).
+    #[arg(long, value_name = "HOSTS", value_delimiter = ',')]
+    clients: Vec<String>,
+    /// The dbvs program on the client hosts.
+    #[arg(long, value_name = "PATH", default_value = "dbvs", requires = "clients")]
+    client_dbvs: String,
+    /// An ssh configuration file for reaching the client hosts (ssh -F FILE).
+    #[arg(long, value_name = "FILE", requires = "clients")]
+    ssh_config: Option<PathBuf>,
     /// Test-only: busy-wait this long in every order (a known slowdown for verdict tests).
     #[arg(long, hide = true, default_value = "0", value_parser = parse_duration, allow_hyphen_values = true)]
     inject_delay: Duration,
@@ -137,6 +148,11 @@ impl RunArgs {
             slice: std::time::Duration::from_secs(1),
             slice_seed: 0,
             turns: None,
+            clients: (!self.clients.is_empty()).then_some(crate::remote::ClientsSpec {
+                hosts: self.clients,
+                dbvs: self.client_dbvs,
+                ssh_config: self.ssh_config,
+            }),
         })
     }
 }

@@ -9,10 +9,11 @@ pub mod stats;
 
 use crate::interrupt::{self, Stop};
 use crate::sys::StorageIo;
+use hdrhistogram::Histogram;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use stats::{Counters, SharedStats};
-pub use stats::{FromStart, LatencySummary, Measured, Outcome, UnitRecorder};
+pub use stats::{FromStart, Latencies, LatencySummary, Measured, Outcome, UnitRecorder};
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
@@ -61,7 +62,7 @@ where
 }
 
 /// How the driver paces the run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Pacing {
     pub threads: usize,
     /// Threads started per second: thread i waits uniform [0, threads / ramp_rate) s.
@@ -79,14 +80,25 @@ pub struct Pacing {
     #[serde(with = "secs")]
     pub report_interval: Duration,
     pub seed: u64,
+    /// The index of this process's first worker among all of the run's workers (a remote
+    /// client drives a slice of them); workers take their identity and stream from it.
+    #[serde(skip)]
+    pub first_worker: usize,
     /// Test-only: a busy-wait added to every unit, so verdict tests have a known slowdown.
     #[serde(with = "secs")]
     pub injected_delay: Duration,
 }
 
 mod secs {
+    use serde::Deserialize;
+
     pub fn serialize<S: serde::Serializer>(d: &std::time::Duration, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_f64(d.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<std::time::Duration, D::Error> {
+        let secs = f64::deserialize(d)?;
+        std::time::Duration::try_from_secs_f64(secs).map_err(serde::de::Error::custom)
     }
 }
 
@@ -118,7 +130,8 @@ pub struct IntervalSample {
 }
 
 impl IntervalSample {
-    fn new(et: Duration, now: Counters, prev: Counters, since_prev: Duration, q: stats::IntervalQuantiles) -> Self {
+    fn new(et: Duration, now: Counters, prev: Counters, since_prev: Duration, latencies: &Histogram<u64>) -> Self {
+        let q = stats::IntervalQuantiles::of(latencies);
         let et_s = et.as_secs_f64();
         let per = |n: u64, secs: f64| if secs > 0.0 { 60.0 * n as f64 / secs } else { 0.0 };
         let avg = |us: u64, n: u64| if n > 0 { us as f64 / n as f64 / 1000.0 } else { 0.0 };
@@ -144,19 +157,15 @@ impl IntervalSample {
 pub enum Event<'a> {
     /// Every controller tick: progress through the current phase, in seconds, or in units
     /// when the run counts iterations.
-    Tick {
-        done: u64,
-        of: u64,
-        warmup: bool,
-    },
+    Tick { done: u64, of: u64, warmup: bool },
     Interval {
         sample: &'a IntervalSample,
+        /// The unit latencies of this interval (its percentiles are in `sample`).
+        latencies: &'a Histogram<u64>,
         warmup: bool,
     },
     /// The measured window starts now; `after_warmup`: warmup ended and statistics were zeroed.
-    WindowStart {
-        after_warmup: bool,
-    },
+    WindowStart { after_warmup: bool },
     /// The measured window ends now (workers may still finish their current unit).
     WindowEnd,
 }
@@ -184,6 +193,12 @@ pub struct RunResult {
     /// How much the workload's database counter moved over the window, when it has one
     /// (see `Workload::window_counter`); the caller fills it in.
     pub window_counter: Option<i64>,
+    /// The histograms behind `measured`'s percentiles.
+    #[serde(skip)]
+    pub latencies: Latencies,
+    /// The client hosts that drove the run, when they were remote (see `crate::remote`).
+    #[serde(skip)]
+    pub remote: Option<crate::remote::ClientsRecord>,
 }
 
 impl RunResult {
@@ -209,6 +224,19 @@ pub fn run<'w>(
     make_worker: &(dyn Fn(usize) -> anyhow::Result<Box<dyn Worker + 'w>> + Sync),
     observe: &mut dyn FnMut(Event),
 ) -> RunResult {
+    run_gated(pacing, op_names, make_worker, &mut || {}, observe)
+}
+
+/// [`run`], with a start gate: once every worker is connected (or failed to), `gate` is
+/// called and no unit starts before it returns; a remote client waits there for the
+/// coordinator's common start.
+pub fn run_gated<'w>(
+    pacing: &Pacing,
+    op_names: &[&str],
+    make_worker: &(dyn Fn(usize) -> anyhow::Result<Box<dyn Worker + 'w>> + Sync),
+    gate: &mut dyn FnMut(),
+    observe: &mut dyn FnMut(Event),
+) -> RunResult {
     let stats = SharedStats::new(pacing.threads, op_names.len());
     let stop = Stop::default();
     let phase = AtomicU8::new(if pacing.warmup.is_zero() { PHASE_MEASURE } else { PHASE_WARMUP });
@@ -217,7 +245,7 @@ pub fn run<'w>(
         failure.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(msg);
         stop.request();
     };
-    let connected = Barrier::new(pacing.threads + 1);
+    let (connected, go) = (Barrier::new(pacing.threads + 1), Barrier::new(pacing.threads + 1));
     let finished = AtomicUsize::new(0);
 
     let mut status = RunStatus::Completed;
@@ -226,18 +254,21 @@ pub fn run<'w>(
     let mut cpu = (0.0, 0.0);
     std::thread::scope(|scope| {
         for i in 0..pacing.threads {
-            let (stats, stop, phase, fail, connected, finished) = (&stats, &stop, &phase, &fail, &connected, &finished);
+            let (stats, stop, phase, fail, finished) = (&stats, &stop, &phase, &fail, &finished);
+            let (connected, go) = (&connected, &go);
             std::thread::Builder::new()
                 .name(format!("worker-{i}"))
                 .spawn_scoped(scope, move || {
-                    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(pacing.seed ^ ((i as u64 + 1) << 32));
+                    let id = pacing.first_worker + i;
+                    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(pacing.seed ^ ((id as u64 + 1) << 32));
                     let ramp = pacing.threads as f64 / pacing.ramp_rate;
                     let worker = if stop.sleep(Duration::from_secs_f64(rng.random_range(0.0..ramp))) {
                         None
                     } else {
-                        make_worker(i).map_err(|e| fail(format!("worker {i} could not start: {e:#}"))).ok()
+                        make_worker(id).map_err(|e| fail(format!("worker {id} could not start: {e:#}"))).ok()
                     };
                     connected.wait();
+                    go.wait();
                     if let Some(mut w) = worker {
                         work(i, w.as_mut(), &mut rng, pacing, stats, stop, phase, &fail);
                     }
@@ -246,6 +277,8 @@ pub fn run<'w>(
                 .expect("spawning a worker thread");
         }
         connected.wait();
+        gate();
+        go.wait();
 
         let start = Instant::now();
         let mut measure_start = start;
@@ -284,8 +317,9 @@ pub fn run<'w>(
             }
             if et - prev.1 >= pacing.report_interval {
                 let c = stats.counters();
-                let sample = IntervalSample::new(et, c, prev.0, et - prev.1, stats.take_interval());
-                observe(Event::Interval { sample: &sample, warmup });
+                let latencies = stats.take_interval();
+                let sample = IntervalSample::new(et, c, prev.0, et - prev.1, &latencies);
+                observe(Event::Interval { sample: &sample, latencies: &latencies, warmup });
                 if !warmup {
                     intervals.push(sample);
                 }
@@ -312,14 +346,17 @@ pub fn run<'w>(
         _ => 0.0,
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let latencies = stats.latencies(op_names.len());
     RunResult {
         status,
         elapsed_s: elapsed,
-        measured: stats.measured(op_names),
+        measured: stats.measured(op_names, &latencies),
         from_start: stats.from_start(op_names),
         intervals,
         process_cpu_pct: if elapsed > 0.0 { 100.0 * (cpu.1 - cpu.0) / elapsed / cores } else { 0.0 },
         window_counter: None,
+        latencies,
+        remote: None,
     }
 }
 
@@ -391,7 +428,7 @@ fn thread_cpu() -> Duration {
 }
 
 /// User plus system CPU seconds this process has used so far.
-fn process_cpu_seconds() -> f64 {
+pub(crate) fn process_cpu_seconds() -> f64 {
     // SAFETY: getrusage only writes into the zeroed struct we pass.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
@@ -427,6 +464,7 @@ mod tests {
             report_interval: Duration::from_millis(200),
             seed: 1,
             injected_delay: Duration::ZERO,
+            first_worker: 0,
         }
     }
 

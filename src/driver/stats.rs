@@ -98,6 +98,39 @@ pub struct IntervalQuantiles {
     pub p99_ms: f64,
 }
 
+impl IntervalQuantiles {
+    pub fn of(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return Self::default();
+        }
+        let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+        Self { p50_ms: ms(0.5), p95_ms: ms(0.95), p99_ms: ms(0.99) }
+    }
+}
+
+/// The measured window's latency histograms, whole: what remote clients send back so
+/// their percentiles merge exactly (percentiles of parts cannot be averaged).
+#[derive(Clone, Debug)]
+pub struct Latencies {
+    pub unit: Histogram<u64>,
+    /// One per operation, in the workload's operation order.
+    pub ops: Vec<Histogram<u64>>,
+}
+
+impl Latencies {
+    pub fn new(ops: usize) -> Self {
+        Self { unit: new_histogram(), ops: (0..ops).map(|_| new_histogram()).collect() }
+    }
+
+    /// Adds `other`'s counts (histograms of the same operations).
+    pub fn add(&mut self, other: &Latencies) {
+        self.unit.add(&other.unit).expect("histograms share bounds");
+        for (into, from) in self.ops.iter_mut().zip(&other.ops) {
+            into.add(from).expect("histograms share bounds");
+        }
+    }
+}
+
 /// Percentiles of one latency distribution, in milliseconds.
 #[derive(Clone, Debug, Default, Serialize, serde::Deserialize, PartialEq)]
 pub struct LatencySummary {
@@ -114,7 +147,7 @@ pub struct LatencySummary {
 }
 
 impl LatencySummary {
-    fn of(h: &Histogram<u64>) -> Self {
+    pub fn of(h: &Histogram<u64>) -> Self {
         if h.is_empty() {
             return Self::default();
         }
@@ -194,7 +227,7 @@ impl FromStart {
 }
 
 /// Measured-window results, merged over all workers.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct Measured {
     pub units: u64,
     pub rollbacks: u64,
@@ -333,18 +366,15 @@ impl SharedStats {
     }
 
     /// The unit latency percentiles since the last call, merged exactly over the shards.
-    pub fn take_interval(&self) -> IntervalQuantiles {
+    /// The unit latencies since the last call, over all workers.
+    pub fn take_interval(&self) -> Histogram<u64> {
         let mut all = new_histogram();
         for w in &self.workers {
             let mut h = w.lock().unwrap_or_else(|p| p.into_inner());
             let _ = all.add(&h.interval);
             h.interval.reset();
         }
-        if all.is_empty() {
-            return IntervalQuantiles::default();
-        }
-        let ms = |q: f64| all.value_at_quantile(q) as f64 / 1000.0;
-        IntervalQuantiles { p50_ms: ms(0.5), p95_ms: ms(0.95), p99_ms: ms(0.99) }
+        all
     }
 
     pub fn counters(&self) -> Counters {
@@ -366,16 +396,21 @@ impl SharedStats {
         }
     }
 
-    pub fn measured(&self, op_names: &[&str]) -> Measured {
-        let mut unit = new_histogram();
-        let mut ops: Vec<Histogram<u64>> = op_names.iter().map(|_| new_histogram()).collect();
+    /// The measured window's histograms, merged over the workers.
+    pub fn latencies(&self, ops: usize) -> Latencies {
+        let mut all = Latencies::new(ops);
         for w in &self.workers {
             let h = w.lock().unwrap_or_else(|p| p.into_inner());
-            unit.add(&h.unit).expect("histograms share bounds");
-            for (into, from) in ops.iter_mut().zip(&h.ops) {
+            all.unit.add(&h.unit).expect("histograms share bounds");
+            for (into, from) in all.ops.iter_mut().zip(&h.ops) {
                 into.add(from).expect("histograms share bounds");
             }
         }
+        all
+    }
+
+    pub fn measured(&self, op_names: &[&str], latencies: &Latencies) -> Measured {
+        let (unit, ops) = (&latencies.unit, &latencies.ops);
         let busy = self.worker_busy_ns.load(Relaxed);
         let t = self.tallies.lock().unwrap_or_else(|p| p.into_inner());
         let named = |m: &BTreeMap<&'static str, u64>| m.iter().map(|(k, v)| (k.to_string(), *v)).collect();
@@ -386,8 +421,8 @@ impl SharedStats {
             retries_by_cause: named(&t.retries),
             events: named(&t.events),
             lock_waits: self.lock_waits.load(Relaxed),
-            unit_latency: LatencySummary::of(&unit),
-            op_latency: op_names.iter().zip(&ops).map(|(n, h)| (n.to_string(), LatencySummary::of(h))).collect(),
+            unit_latency: LatencySummary::of(unit),
+            op_latency: op_names.iter().zip(ops).map(|(n, h)| (n.to_string(), LatencySummary::of(h))).collect(),
             driver_overhead_pct: if busy == 0 {
                 0.0
             } else {
@@ -417,7 +452,7 @@ mod tests {
     fn unit_latency_is_the_sum_of_its_operations() {
         let s = SharedStats::new(1, 2);
         s.record(0, &unit(&[(0, 2), (1, 3), (1, 5)]), Outcome::Committed);
-        let m = s.measured(&["a", "b"]);
+        let m = s.measured(&["a", "b"], &s.latencies(2));
         assert_eq!(m.units, 1);
         assert!((m.unit_latency.avg_ms - 10.0).abs() < 0.02);
         assert_eq!(m.op_latency[1].1.count, 2);
@@ -433,7 +468,7 @@ mod tests {
             s.record(w, &r, Outcome::RolledBack);
         }
         s.reset_measured();
-        let m = s.measured(&["a"]);
+        let m = s.measured(&["a"], &s.latencies(1));
         assert_eq!((m.units, m.rollbacks, m.unit_latency.count), (0, 0, 0));
         let f = s.from_start(&["a"]);
         assert_eq!((f.rolled_back, f.op("a")), (2, 2));
@@ -447,10 +482,10 @@ mod tests {
         r.retry("deadlock");
         r.event("empty district");
         s.record(0, &r, Outcome::Committed);
-        let m = s.measured(&["a"]);
+        let m = s.measured(&["a"], &s.latencies(1));
         assert_eq!((m.retries, m.retries_by_cause["deadlock"], m.events["empty district"]), (2, 2, 1));
         s.reset_measured();
-        let m = s.measured(&["a"]);
+        let m = s.measured(&["a"], &s.latencies(1));
         assert!(m.retries_by_cause.is_empty() && m.events.is_empty());
     }
 
@@ -461,14 +496,18 @@ mod tests {
         for ms in 1..=100 {
             s.record(ms as usize % 4, &unit(&[(0, ms)]), Outcome::Committed);
         }
-        let q = s.take_interval();
+        let q = IntervalQuantiles::of(&s.take_interval());
         assert!(
             (q.p50_ms - 50.0).abs() < 0.1 && (q.p95_ms - 95.0).abs() < 0.1 && (q.p99_ms - 99.0).abs() < 0.1,
             "{q:?}"
         );
-        assert_eq!(s.take_interval(), IntervalQuantiles::default(), "the next interval has no units yet");
+        assert_eq!(
+            IntervalQuantiles::of(&s.take_interval()),
+            IntervalQuantiles::default(),
+            "the next interval has no units yet"
+        );
         s.record(0, &unit(&[(0, 7)]), Outcome::Committed);
-        assert!((s.take_interval().p99_ms - 7.0).abs() < 0.01);
+        assert!((IntervalQuantiles::of(&s.take_interval()).p99_ms - 7.0).abs() < 0.01);
     }
 
     #[test]
@@ -488,7 +527,7 @@ mod tests {
         r.untimed(Duration::from_millis(2));
         s.record(0, &r, Outcome::Committed);
         s.account(&r, Duration::from_millis(10), Duration::from_millis(3));
-        let m = s.measured(&["a"]);
+        let m = s.measured(&["a"], &s.latencies(1));
         assert!((m.driver_overhead_pct - 20.0).abs() < 1e-9 && (m.worker_cpu_s - 0.003).abs() < 1e-12, "{m:?}");
     }
 }

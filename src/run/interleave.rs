@@ -29,6 +29,12 @@ pub fn run(spec: &RunSpec) -> Result<ExitCode> {
     if spec.instances > 1 {
         anyhow::bail!("an interleaved run measures one database per variant; it cannot also run --instances");
     }
+    if spec.clients.is_some() {
+        anyhow::bail!(
+            "an interleaved run's variants take turns inside one process; drive it from this host (no --clients), \
+             or run each variant on its own with --clients"
+        );
+    }
     let json_out = spec.json.as_deref().map(create_output).transpose()?;
     let mut memory = super::memory_limit(spec)?;
     let mut store = spec.store.then(|| Store::open(&crate::store::default_path())).transpose()?;
@@ -124,6 +130,7 @@ fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<
                         daemons: &sides[i].db.fuse_daemons,
                         server,
                         live: live.as_ref().map(|l| (l, i)),
+                        remote: None,
                     };
                     measure(w.as_ref(), copy.as_ref(), &set.meta, pacing, sampler, bar, side)
                 })

@@ -137,6 +137,8 @@ struct SetUp {
     settle_s: f64,
     /// Whether the run has a memory limit (its storage reads are then a measure).
     memory_limited: bool,
+    /// The client hosts that run the workers, when they are remote.
+    fleet: Option<crate::remote::Fleet>,
 }
 
 impl SetUp {
@@ -164,16 +166,20 @@ impl SetUp {
             for _ in 1..spec.instances {
                 instances.push((spec.db.workload()?, target.fresh_copy()?));
             }
+            let fleet = match &spec.clients {
+                Some(c) => Some(crate::remote::Fleet::connect(c, &spec.db.workload, instances[0].1.as_ref())?),
+                None => None,
+            };
             let settle_s = settle(&instances, spec.idle)?;
             if spec.cold {
                 crate::sys::drop_caches()?;
             }
-            Ok((meta, env, instances, settle_s))
+            Ok((meta, env, instances, settle_s, fleet))
         })();
         match ready {
             Ok(_) if crate::interrupt::interrupted() => Err(crate::interrupt::Interrupted.into()),
-            Ok((meta, env, instances, settle_s)) => {
-                Ok(Self { target, meta, env, instances, settle_s, memory_limited: spec.memory.is_some() })
+            Ok((meta, env, instances, settle_s, fleet)) => {
+                Ok(Self { target, meta, env, instances, settle_s, memory_limited: spec.memory.is_some(), fleet })
             }
             // What the engine said (a managed server's log) explains a set-up that failed.
             Err(e) => match target.diagnostics().filter(|_| !e.is::<crate::interrupt::Interrupted>()) {
@@ -207,6 +213,7 @@ impl SetUp {
         let server = self.target.watch().server_pid_file;
         let live = live::Live::of(spec)?;
         let live = &live;
+        let remote = self.fleet.as_ref();
         let results: Vec<driver::RunResult> = std::thread::scope(|s| {
             let handles: Vec<_> = self
                 .instances
@@ -226,6 +233,7 @@ impl SetUp {
                                 server: server.as_deref(),
                                 live,
                                 turn: None,
+                                remote,
                             },
                             _ => Placement { live, ..Placement::default() },
                         };
@@ -293,6 +301,8 @@ impl SetUp {
             if i == 1 {
                 details = w.details(&result);
             }
+            let mut checks = checks;
+            checks.extend(result.remote.as_ref().map(crate::remote::ClientsRecord::check));
             let (target, env) = (self.target.info(), self.env.clone());
             let server = self.target.watch().server_pid_file.is_some();
             let own = cost_measures(target.engine, w.as_ref(), Some(&result), server, self.memory_limited);
@@ -439,7 +449,7 @@ fn measure(
             None => inner,
         })
     };
-    let mut result = driver::run(pacing, workload.operations(), &make_worker, &mut |event| match event {
+    let mut observe = |event: Event| match event {
         Event::Tick { done, of, warmup } => {
             if let Some(bar) = bar {
                 bar.set_prefix(match (warmup, pacing.iterations) {
@@ -451,7 +461,7 @@ fn measure(
                 bar.set_position(done.min(of));
             }
         }
-        Event::Interval { sample, warmup } => {
+        Event::Interval { sample, warmup, .. } => {
             let adjusted;
             let sample = match turn {
                 Some((slices, variant)) if !warmup => {
@@ -491,7 +501,12 @@ fn measure(
             others_io.1 = side.io();
             server_cpu.1 = side.server_cpu();
         }
-    });
+    };
+    let ops = workload.operations();
+    let mut result = match side.remote {
+        Some(fleet) => fleet.drive(db, meta, pacing, ops, &mut observe),
+        None => driver::run(pacing, ops, &make_worker, &mut observe),
+    };
     let io = others_io.1.since(others_io.0);
     result.measured.storage_read_bytes += io.read;
     result.measured.storage_write_bytes += io.write;
@@ -517,6 +532,8 @@ struct Placement<'a> {
     server: Option<&'a std::path::Path>,
     /// Where its live metrics go, under its index (an instance, or an interleaved side).
     live: Option<(&'a live::Live, usize)>,
+    /// The client hosts that run its workers, when they are remote.
+    remote: Option<&'a crate::remote::Fleet>,
 }
 
 impl Placement<'_> {

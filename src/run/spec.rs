@@ -167,6 +167,7 @@ impl PacingSpec {
             report_interval: self.report_interval,
             seed,
             injected_delay: Duration::ZERO,
+            first_worker: 0,
         }
     }
 }
@@ -245,6 +246,10 @@ pub struct RunSpec {
     /// places in their common schedule. It then waits for a go on stdin before measuring.
     #[serde(default)]
     pub turns: Option<super::start::SharedTurns>,
+    /// Other hosts that run the workers (see `crate::remote`); the run's database must be
+    /// on a server they reach.
+    #[serde(default)]
+    pub clients: Option<crate::remote::ClientsSpec>,
 }
 
 /// Another variant in an interleaved run.
@@ -278,6 +283,7 @@ impl RunSpec {
             slice: default_slice(),
             slice_seed: 0,
             turns: None,
+            clients: None,
         }
     }
 
@@ -337,6 +343,33 @@ impl RunSpec {
         }
         if self.memory.is_some_and(|m| m < 16 << 20) {
             bail!("--memory must be at least 16MB, e.g. --memory 64MB");
+        }
+        if let Some(c) = &self.clients {
+            self.check_clients(c)?;
+        }
+        Ok(())
+    }
+
+    fn check_clients(&self, c: &crate::remote::ClientsSpec) -> Result<()> {
+        if c.hosts.is_empty() {
+            bail!("--clients names no host; give them as user@host1,user@host2");
+        }
+        if let Some(h) = c.hosts.iter().find(|h| h.is_empty() || h.starts_with('-') || h.contains(char::is_whitespace))
+        {
+            bail!("--clients: '{h}' is not a host; give them as user@host1,user@host2");
+        }
+        if (self.pacing.threads as usize) < c.hosts.len() {
+            bail!(
+                "--threads {} is fewer than the {} client hosts; give each host a worker at least",
+                self.pacing.threads,
+                c.hosts.len()
+            );
+        }
+        if self.instances > 1 {
+            bail!("--clients drives one database; it cannot also run --instances");
+        }
+        if self.memory.is_some() || self.db.limits.as_ref().is_some_and(|l| l.applies_to == LimitScope::Process) {
+            bail!("--clients runs the workers elsewhere, so there is no run process here to limit; limit the server instead");
         }
         Ok(())
     }
@@ -401,6 +434,11 @@ mod tests {
             slice: Duration::from_secs(1),
             slice_seed: 0,
             turns: None,
+            clients: Some(crate::remote::ClientsSpec {
+                hosts: vec!["me@a".into(), "b".into()],
+                dbvs: "/opt/dbvs".into(),
+                ssh_config: None,
+            }),
         }
     }
 
@@ -422,8 +460,24 @@ mod tests {
     }
 
     #[test]
+    fn client_hosts_are_checked() {
+        let with = |hosts: &[&str], threads| {
+            let mut s = spec();
+            s.db.limits = None;
+            s.pacing.threads = threads;
+            s.clients.as_mut().unwrap().hosts = hosts.iter().map(|h| h.to_string()).collect();
+            s.check().err().map(|e| e.to_string()).unwrap_or_default()
+        };
+        assert_eq!(with(&["a", "b"], 2), "");
+        assert!(with(&["a", "b"], 1).contains("fewer than the 2 client hosts"));
+        assert!(with(&["-oProxyCommand=x"], 1).contains("is not a host"));
+        assert!(with(&[], 1).contains("names no host"));
+    }
+
+    #[test]
     fn checks_name_the_flag() {
         let mut s = spec();
+        s.clients = None;
         s.pacing.iterations = Some(3);
         s.pacing.warmup = Some(Duration::from_secs(1));
         assert!(s.check().unwrap_err().to_string().contains("--warmup"));

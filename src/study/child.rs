@@ -361,6 +361,7 @@ fn run_spec(ctx: &Context, db: DbSpec, w: &WorkloadConfig, json: &Path) -> Resul
         slice: Duration::from_secs(1),
         slice_seed: 0,
         turns: None,
+        clients: None,
     })
 }
 

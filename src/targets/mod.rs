@@ -284,6 +284,31 @@ pub fn parse(spec: &str, opts: TargetOptions) -> Result<Box<dyn Target>> {
     }
 }
 
+/// The database a client environment ([`Database::client_env`]) names, reached from this
+/// host: how a remote client finds the run's database without a URL in any argv.
+pub fn from_client_env(env: &[(String, String)]) -> Result<Box<dyn Database>> {
+    let var = |k: &str| env.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+    let need = |k: &str| var(k).with_context(|| format!("the client environment lacks {k}"));
+    let (url, password) = match var("DBVS_ENGINE").as_deref() {
+        Some("postgres") => (
+            format!("postgres://{}@{}:{}/{}", need("PGUSER")?, need("PGHOST")?, need("PGPORT")?, need("PGDATABASE")?),
+            var("PGPASSWORD"),
+        ),
+        Some("mariadb") => (
+            format!(
+                "mysql://{}@{}:{}/{}",
+                need("MYSQL_USER")?,
+                need("MYSQL_HOST")?,
+                need("MYSQL_TCP_PORT")?,
+                need("MYSQL_DATABASE")?
+            ),
+            var("MYSQL_PWD"),
+        ),
+        other => bail!("remote clients reach PostgreSQL and MariaDB servers, not {}", other.unwrap_or("this engine")),
+    };
+    parse(&url, TargetOptions { password, ..TargetOptions::default() })?.existing()
+}
+
 /// Where a server URL points. Passwords are refused in URLs: command lines are visible to
 /// every user of the machine.
 pub struct ServerUrl {

@@ -272,6 +272,25 @@ pub fn adhoc(conn: &mut Connection, sql: &str) -> Result<Rows, DbError> {
     }
 }
 
+/// Transactions the server has counted so far, committed and rolled back: PostgreSQL's
+/// for the connection's database; MariaDB's for the whole server, which keeps no count per
+/// database (its storage engines' commits, autocommitted statements included).
+pub fn server_transactions(conn: &mut Connection) -> Result<(u64, u64)> {
+    let sql = match conn.engine() {
+        Engine::Postgres => {
+            "SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = current_database()"
+        }
+        Engine::Mariadb => {
+            "SELECT CAST(MAX(CASE WHEN VARIABLE_NAME = 'HANDLER_COMMIT' THEN VARIABLE_VALUE END) AS UNSIGNED), \
+             CAST(MAX(CASE WHEN VARIABLE_NAME = 'HANDLER_ROLLBACK' THEN VARIABLE_VALUE END) AS UNSIGNED) \
+             FROM information_schema.GLOBAL_STATUS"
+        }
+        Engine::Sqlite => anyhow::bail!("SQLite keeps no count of transactions"),
+    };
+    let rows = adhoc(conn, sql)?;
+    Ok((rows.int(0, 0)? as u64, rows.int(0, 1)? as u64))
+}
+
 /// The first column of the first row of a portable query as a number (NULL reads as 0).
 pub fn number(conn: &mut Connection, sql: &str) -> Result<f64> {
     Ok(adhoc(conn, sql)?.real(0, 0)?)

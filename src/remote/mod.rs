@@ -1,0 +1,232 @@
+//! Remote drivers: a run's workers on other hosts (`--clients`), so the machine under test
+//! runs only the database and one host's cores no longer cap the load.
+//!
+//! The coordinator (the `dbvs run` process) starts `dbvs agent` on each client host over
+//! OpenSSH, with the user's own keys and known hosts: dbvs opens no port and stores no
+//! credential. The two speak typed JSON lines over the session's stdin and stdout (this
+//! module's [`ToAgent`] and [`FromAgent`]): a hello with the versions, clock pings, the job
+//! (the workload and the slice of the workers the host runs), a ready once every worker is
+//! connected, a common start, then per-interval histograms and the host's whole result,
+//! which the coordinator merges exactly (histograms, never averaged percentiles).
+
+mod agent;
+mod fleet;
+mod merge;
+
+pub use agent::main as agent_main;
+pub use fleet::Fleet;
+
+use crate::driver::{FromStart, IntervalSample, Measured, Pacing, RunStatus};
+use crate::targets::BuildMeta;
+use crate::workloads::WorkloadSpec;
+use anyhow::{Context, Result};
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Raised whenever a message changes shape: a coordinator and an agent of different
+/// protocols refuse each other at the hello.
+pub const PROTOCOL: u32 = 1;
+
+/// The client hosts of a run, as `--clients` or a study's `[clients]` give them.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ClientsSpec {
+    /// `[user@]host` as ssh takes it (a name from the user's ssh config works too).
+    pub hosts: Vec<String>,
+    /// The dbvs program on the client hosts.
+    #[serde(default = "default_dbvs")]
+    pub dbvs: String,
+    /// An ssh configuration file to use instead of the user's (`ssh -F`).
+    #[serde(default)]
+    pub ssh_config: Option<PathBuf>,
+}
+
+fn default_dbvs() -> String {
+    "dbvs".into()
+}
+
+/// What one client host did in a run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ClientRow {
+    pub host: String,
+    pub workers: usize,
+    /// Units the host's workers finished in the measured window.
+    pub units: u64,
+    /// The host's dbvs process CPU over its window, as % of that host's cores: near 100
+    /// would mean the client, not the database, set the pace.
+    pub cpu_pct: f64,
+    pub cores: usize,
+    /// The host's clock minus the coordinator's, from the ping with the shortest round trip.
+    pub clock_offset_ms: f64,
+    pub rtt_ms: f64,
+}
+
+/// The client hosts' part of a run record.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ClientsRecord {
+    pub hosts: Vec<ClientRow>,
+    /// The coordinator's own CPU over the window, as % of its cores.
+    pub coordinator_cpu_pct: f64,
+    /// The server's own transaction counters over the run, beside what the clients counted.
+    pub server: Option<ServerTransactions>,
+}
+
+/// Transactions the server counted from just before the common start to just after the
+/// last client finished (PostgreSQL: its database's `pg_stat_database`; MariaDB: the
+/// server's `Handler_commit` and `Handler_rollback`), and the units the clients counted
+/// over the same span, warm-up included. Every committed unit is at least one commit.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ServerTransactions {
+    pub commits: u64,
+    pub rollbacks: u64,
+    pub client_committed: u64,
+    pub client_rolled_back: u64,
+}
+
+impl ClientsRecord {
+    /// The cross-check: every unit the clients counted as committed is at least one commit
+    /// the server counted, so fewer commits mean the clients' figures are not the server's.
+    pub fn check(&self) -> crate::workloads::Check {
+        let name = "the server counted what the clients counted".into();
+        match &self.server {
+            Some(s) => crate::workloads::Check {
+                name,
+                ok: s.commits >= s.client_committed,
+                detail: format!(
+                    "server: {} commits, {} rollbacks; clients: {} committed units, {} rolled back",
+                    s.commits, s.rollbacks, s.client_committed, s.client_rolled_back
+                ),
+            },
+            None => crate::workloads::Check {
+                name,
+                ok: false,
+                detail: "the server's transaction counters could not be read".into(),
+            },
+        }
+    }
+}
+
+/// What the coordinator sends an agent.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "to_agent", rename_all = "snake_case")]
+pub enum ToAgent {
+    Ping,
+    Job(Box<Job>),
+    /// Start the units at this instant of the agent's own clock (ns since the epoch).
+    Start {
+        at_unix_ns: u64,
+    },
+    /// Stop now (the run was interrupted, or another host was lost).
+    Stop,
+}
+
+/// One host's share of a run.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Job {
+    pub workload: WorkloadSpec,
+    /// How to reach the run's database: the client environment its engine's tools take
+    /// (`PGHOST`, ... and the password, which travels only inside the ssh session).
+    pub database: Vec<(String, String)>,
+    pub meta: BuildMeta,
+    /// The host's pacing: its threads, and the run's warm-up, duration and seed.
+    pub pacing: Pacing,
+    /// The index of the host's first worker among all of the run's.
+    pub first_worker: usize,
+}
+
+/// What an agent sends the coordinator.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "from_agent", rename_all = "snake_case")]
+pub enum FromAgent {
+    Hello {
+        version: String,
+        protocol: u32,
+        cores: usize,
+    },
+    Pong {
+        unix_ns: u64,
+    },
+    /// Every worker is connected (or failed to): waiting for the start.
+    Ready,
+    WindowStart,
+    Interval {
+        sample: IntervalSample,
+        latencies: WireHistogram,
+        warmup: bool,
+    },
+    WindowEnd,
+    Done(Box<Shard>),
+    /// The job could not start (the database unreachable from this host, a bad workload).
+    Failed {
+        cause: String,
+    },
+}
+
+/// One host's whole result.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Shard {
+    pub status: RunStatus,
+    pub elapsed_s: f64,
+    pub measured: Measured,
+    pub unit_latency: WireHistogram,
+    pub op_latency: Vec<WireHistogram>,
+    pub from_start: FromStart,
+    pub process_cpu_pct: f64,
+}
+
+/// A histogram as it travels: HDR's V2 deflate encoding, in base64.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WireHistogram(String);
+
+impl WireHistogram {
+    pub fn of(h: &Histogram<u64>) -> Self {
+        let mut bytes = Vec::new();
+        V2DeflateSerializer::new().serialize(h, &mut bytes).expect("a histogram serializes into memory");
+        Self(base64::engine::general_purpose::STANDARD.encode(bytes))
+    }
+
+    pub fn histogram(&self) -> Result<Histogram<u64>> {
+        let bytes = base64::engine::general_purpose::STANDARD.decode(&self.0).context("a histogram's base64")?;
+        Deserializer::new().deserialize(&mut &bytes[..]).map_err(|e| anyhow::anyhow!("a histogram's encoding: {e:?}"))
+    }
+}
+
+/// The version an agent and its coordinator must share.
+fn version() -> String {
+    env!("CARGO_PKG_VERSION").to_string()
+}
+
+/// Nanoseconds since the epoch on this host's clock.
+fn unix_ns() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or(Duration::ZERO).as_nanos() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histograms_travel_whole() {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap();
+        for v in [1, 250, 7_000, 7_001, 90_000_000] {
+            h.record(v).unwrap();
+        }
+        let back = WireHistogram::of(&h).histogram().unwrap();
+        assert_eq!(back.len(), 5);
+        assert_eq!(back.value_at_quantile(0.5), h.value_at_quantile(0.5));
+        assert_eq!(back.max(), h.max());
+        assert!(WireHistogram("not base64!".into()).histogram().is_err());
+    }
+
+    #[test]
+    fn messages_are_tagged_json_lines() {
+        let line = serde_json::to_string(&ToAgent::Start { at_unix_ns: 5 }).unwrap();
+        assert_eq!(line, r#"{"to_agent":"start","at_unix_ns":5}"#);
+        let hello: FromAgent =
+            serde_json::from_str(r#"{"from_agent":"hello","version":"0.1.0","protocol":1,"cores":2}"#).unwrap();
+        assert!(matches!(hello, FromAgent::Hello { protocol: 1, cores: 2, .. }));
+    }
+}
