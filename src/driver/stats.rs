@@ -297,6 +297,10 @@ impl SharedStats {
     /// Records a finished unit into the measured statistics (only while measuring).
     pub fn record(&self, worker: usize, rec: &UnitRecorder, outcome: Outcome) {
         let unit_us = rec.timed_total().as_micros() as u64;
+        // Counted under the shard's lock, which a reset holds while it zeroes everything:
+        // a unit finishing as warm-up ends is in the counters and histograms alike, or in
+        // neither.
+        let mut h = self.workers[worker % self.workers.len()].lock().unwrap_or_else(|p| p.into_inner());
         let n = self.units.fetch_add(1, Relaxed);
         self.lastn[(n % LASTN as u64) as usize].store(unit_us, Relaxed);
         self.unit_us_sum.fetch_add(unit_us, Relaxed);
@@ -314,7 +318,6 @@ impl SharedStats {
                 *t.events.entry(e).or_default() += 1;
             }
         }
-        let mut h = self.workers[worker % self.workers.len()].lock().unwrap_or_else(|p| p.into_inner());
         h.unit.saturating_record(unit_us);
         h.interval.saturating_record(unit_us);
         for (op, took) in &rec.ops {
@@ -341,6 +344,7 @@ impl SharedStats {
 
     /// Zeroes the measured statistics; called once when warmup ends.
     pub fn reset_measured(&self) {
+        let mut shards: Vec<_> = self.workers.iter().map(|w| w.lock().unwrap_or_else(|p| p.into_inner())).collect();
         for a in [
             &self.units,
             &self.rollbacks,
@@ -357,8 +361,7 @@ impl SharedStats {
             a.store(0, Relaxed);
         }
         *self.tallies.lock().unwrap_or_else(|p| p.into_inner()) = Tallies::default();
-        for w in &self.workers {
-            let mut h = w.lock().unwrap_or_else(|p| p.into_inner());
+        for h in &mut shards {
             h.unit.reset();
             h.ops.iter_mut().for_each(Histogram::reset);
             h.interval.reset();

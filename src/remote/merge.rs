@@ -28,13 +28,7 @@ impl Intervals {
     }
 
     /// Host `i`'s next interval; once every host has sent this one, the merged interval.
-    pub fn add(
-        &mut self,
-        i: usize,
-        warmup: bool,
-        sample: IntervalSample,
-        latencies: Histogram<u64>,
-    ) -> Option<Part> {
+    pub fn add(&mut self, i: usize, warmup: bool, sample: IntervalSample, latencies: Histogram<u64>) -> Option<Part> {
         let phase = usize::from(!warmup);
         let key = (!warmup, self.sent[i][phase]);
         self.sent[i][phase] += 1;

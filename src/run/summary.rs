@@ -29,8 +29,10 @@ pub fn print(r: &RunRecord, details: &[String]) {
     for d in details {
         println!("{d}");
     }
+    let process =
+        if r.clients.is_some() { "coordinator (the workers ran on the client hosts)" } else { "dbvs process" };
     println!(
-        "CPU: dbvs process {:.1}% of {} cores; driver code {:.2}% of worker time",
+        "CPU: {process} {:.1}% of {} cores; driver code {:.2}% of worker time",
         r.driver.process_cpu_pct,
         r.env.as_ref().map_or(0, |e| e.host.cores),
         r.driver.driver_overhead_pct
@@ -38,6 +40,9 @@ pub fn print(r: &RunRecord, details: &[String]) {
 
     if let Some(rows) = &r.instances {
         println!("{}", instance_table(rows, &r.headline));
+    }
+    if let Some(c) = &r.clients {
+        println!("{}", client_table(c));
     }
     if let Some(t) = &r.telemetry {
         telemetry(t);
@@ -64,6 +69,23 @@ fn right_aligned(mut t: Table) -> Table {
         c.set_cell_alignment(CellAlignment::Right);
     }
     t
+}
+
+/// One row per client host: its share of the work and whether it kept up.
+fn client_table(c: &crate::remote::ClientsRecord) -> Table {
+    let mut t = Table::new();
+    t.set_header(["client host", "workers", "units", "CPU % of its cores", "clock offset ms", "round trip ms"]);
+    for h in &c.hosts {
+        t.add_row([
+            h.host.clone(),
+            h.workers.to_string(),
+            h.units.to_string(),
+            format!("{:.1} of {}", h.cpu_pct, h.cores),
+            format!("{:+.3}", h.clock_offset_ms),
+            format!("{:.3}", h.rtt_ms),
+        ]);
+    }
+    right_aligned(t)
 }
 
 fn latency_table(unit: &LatencySummary, ops: &[(String, LatencySummary)]) -> Table {

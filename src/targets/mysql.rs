@@ -375,19 +375,30 @@ impl Database for Copied {
 
 impl RunCopy for Copied {
     /// `INSERT ... SELECT` leaves the copy's pages dirty in the buffer pool; waits (up to a
-    /// minute) until InnoDB has written all but 1% of the pool out.
+    /// minute) until InnoDB has written all but 1% of the pool out. An idle server's page
+    /// cleaner writes a few hundred pages a second, so where the user may, InnoDB is asked
+    /// to flush everything meanwhile (`innodb_max_dirty_pages_pct = 0`), and the setting
+    /// is put back after.
     fn settle(&self) -> Result<()> {
         let mut c = self.0.info.connect(None)?;
         let status = |c: &mut mysql::Conn, name: &str| -> Result<u64> {
             let row: Option<(String, String)> = c.query_first(format!("SHOW GLOBAL STATUS LIKE '{name}'"))?;
             Ok(row.and_then(|(_, v)| v.parse().ok()).unwrap_or(0))
         };
-        let total = status(&mut c, "Innodb_buffer_pool_pages_total")?.max(1);
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        while status(&mut c, "Innodb_buffer_pool_pages_dirty")? * 100 > total && std::time::Instant::now() < until {
-            std::thread::sleep(std::time::Duration::from_millis(100));
+        let was: Option<String> = c.query_first("SELECT @@GLOBAL.innodb_max_dirty_pages_pct")?;
+        let hurried = was.is_some() && c.query_drop("SET GLOBAL innodb_max_dirty_pages_pct = 0").is_ok();
+        let waited = (|| -> Result<()> {
+            let total = status(&mut c, "Innodb_buffer_pool_pages_total")?.max(1);
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while status(&mut c, "Innodb_buffer_pool_pages_dirty")? * 100 > total && std::time::Instant::now() < until {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            Ok(())
+        })();
+        if let (true, Some(was)) = (hurried, was) {
+            c.query_drop(format!("SET GLOBAL innodb_max_dirty_pages_pct = {was}"))?;
         }
-        Ok(())
+        waited
     }
 
     fn keep(self: Box<Self>, dest: &str) -> Result<()> {
