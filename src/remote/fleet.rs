@@ -454,6 +454,9 @@ fn start(
     cmd.args(["-o", "ServerAliveInterval=2", "-o", "ServerAliveCountMax=3", host]);
     cmd.arg(format!("{} agent", shell_quote(&spec.dbvs)));
     cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // Out of the terminal's process group: Ctrl-C reaches this process, which stops the
+    // hosts in order and keeps what they measured, not ssh, which would just drop them.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     let mut child = cmd.spawn().map_err(|e| anyhow::anyhow!("cannot run {}: {e}", ssh.display()))?;
     let (stdin, stdout, mut err) =
         (child.stdin.take().expect("piped"), child.stdout.take().expect("piped"), child.stderr.take().expect("piped"));
