@@ -245,6 +245,50 @@ macro_rules! per_engine {
 
 per_engine!(postgres: Engine::Postgres, mariadb: Engine::Mariadb);
 
+/// A study whose managed servers listen on this machine's end of the first pair: each
+/// run's workers are on the client hosts, which must give the password dbvs made.
+#[test]
+fn a_study_runs_its_workers_on_client_hosts() {
+    let _only = HOSTS_IN_USE.lock().unwrap_or_else(|p| p.into_inner());
+    let hosts = Hosts::start();
+    let dir = reachable_tempdir();
+    let study = dir.path().join("study.toml");
+    std::fs::write(
+        &study,
+        format!(
+            "name = \"remote\"\nblocks = {{ min = 2, max = 2 }}\n\
+             [target]\nengine = \"postgres\"\nlisten = \"10.231.1.1\"\n\
+             [clients]\nhosts = [\"{}\", \"{}\"]\ndbvs = \"{}\"\nssh_config = \"{}\"\n\
+             [workload]\nname = \"tpcb\"\nsize = \"1\"\nthreads = 2\nduration = \"1.5s\"\nwarmup = \"0.5s\"\n\
+             [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
+             [[variants]]\nname = \"plain-again\"\nkind = \"plain\"\n",
+            host(1),
+            host(2),
+            env!("CARGO_BIN_EXE_dbvs"),
+            hosts.ssh_config().display()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let o = command().args(["study", study.to_str().unwrap(), "--out", out.to_str().unwrap()]).output().unwrap();
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let runs = std::fs::read_dir(out.join("runs")).unwrap().map(|e| e.unwrap().path());
+    let records: Vec<Value> = runs
+        .filter(|p| p.to_string_lossy().ends_with(".json") && !p.to_string_lossy().ends_with(".spec.json"))
+        .map(|p| serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap())
+        .collect();
+    assert!(records.len() >= 4, "two blocks of two variants: {}", records.len());
+    for r in &records {
+        let rows = r["clients"]["hosts"].as_array().unwrap_or_else(|| panic!("a run drove from here: {r}"));
+        assert_eq!(rows.len(), 2);
+        assert!(r["checks"].as_array().unwrap().iter().all(|c| c["ok"] == true), "{}", r["checks"]);
+    }
+    let text = std::fs::read_to_string(&study).unwrap().replace("listen = \"10.231.1.1\"\n", "");
+    std::fs::write(&study, text).unwrap();
+    let o = command().args(["study", study.to_str().unwrap(), "--out", out.to_str().unwrap()]).output().unwrap();
+    assert!(stderr(&o).contains("listen"), "{}", stderr(&o));
+}
+
 fn client_hosts_drive_one_server_and_a_lost_host_fails_the_run(engine: Engine) {
     let hosts = Hosts::start();
     let dir = reachable_tempdir();

@@ -116,6 +116,11 @@ struct DbArgs {
     /// is first made, and again with it on every later run.
     #[arg(long, value_name = "DIR")]
     log_dir: Option<PathBuf>,
+    /// A managed PostgreSQL also listens on this address of this machine, so client hosts
+    /// (--clients) reach it; they must give a password, which dbvs makes anew at every start
+    /// and hands them inside their ssh sessions.
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<String>,
     /// Setting for a managed server, e.g. shared_buffers=256MB (repeatable).
     #[arg(long, value_name = "NAME=VALUE", value_parser = parse_server_setting)]
     server_setting: Vec<(String, String)>,
@@ -178,6 +183,7 @@ impl DbArgs {
             data_dir: self.data_dir.clone(),
             log_dir: self.log_dir.clone(),
             server_settings: self.server_setting.clone(),
+            listen: self.listen.clone(),
             limits: None,
             inject_delay: std::time::Duration::ZERO,
             fuse_daemons: vec![],

@@ -33,6 +33,7 @@ pub const PROTOCOL: u32 = 1;
 
 /// The client hosts of a run, as `--clients` or a study's `[clients]` give them.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ClientsSpec {
     /// `[user@]host` as ssh takes it (a name from the user's ssh config works too).
     pub hosts: Vec<String>,

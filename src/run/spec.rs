@@ -35,6 +35,9 @@ pub struct DbSpec {
     pub log_dir: Option<PathBuf>,
     #[serde(default)]
     pub server_settings: Vec<(String, String)>,
+    /// A managed server also listens on this address, for client hosts (`--listen`).
+    #[serde(default)]
+    pub listen: Option<String>,
     /// A study variant's control groups, and whose processes they limit.
     #[serde(default)]
     pub limits: Option<Limits>,
@@ -102,6 +105,7 @@ impl DbSpec {
                 server_settings: self.server_settings.clone(),
                 server_cgroups,
                 default_db,
+                listen: self.listen.clone(),
             },
         )?;
         Ok((target, workload))
@@ -417,6 +421,7 @@ mod tests {
                 data_dir: None,
                 log_dir: None,
                 server_settings: vec![],
+                listen: None,
                 limits: Some(Limits { groups: vec!["/sys/fs/cgroup/x".into()], applies_to: LimitScope::Server }),
                 inject_delay: Duration::ZERO,
                 fuse_daemons: vec![],

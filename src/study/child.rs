@@ -74,6 +74,7 @@ fn db_spec(ctx: &Context, p: &Prepared, w: &WorkloadConfig) -> Result<DbSpec> {
         },
         data_dir,
         server_settings: settings.chain(p.server_settings.iter().cloned()).collect(),
+        listen: ctx.study.target.listen.clone().filter(|_| !standalone(w)),
         limits: None,
         inject_delay: p.inject_delay,
         fuse_daemons: p.daemons.clone(),
@@ -361,7 +362,7 @@ fn run_spec(ctx: &Context, db: DbSpec, w: &WorkloadConfig, json: &Path) -> Resul
         slice: Duration::from_secs(1),
         slice_seed: 0,
         turns: None,
-        clients: None,
+        clients: ctx.study.clients.clone().filter(|_| !standalone(w)),
     })
 }
 

@@ -62,6 +62,10 @@ pub struct StudyFile {
     /// What the study should say before it starts (verdicts that mix in other layers).
     #[serde(skip)]
     pub warnings: Vec<String>,
+    /// Hosts that run every run's workers (see `dbvs run --clients`): `hosts`, and
+    /// optionally `dbvs` (its path there) and `ssh_config`.
+    #[serde(default)]
+    pub clients: Option<crate::remote::ClientsSpec>,
     /// The quick form's keys (`dbvs study --quick`, see `study::quick`); the full form
     /// ignores them.
     #[serde(default, skip_serializing)]
@@ -96,11 +100,15 @@ pub struct TargetConfig {
     /// Server settings for managed instances, e.g. { shared_buffers = "256MB" }.
     #[serde(default)]
     pub settings: std::collections::BTreeMap<String, String>,
+    /// Managed PostgreSQL instances also listen on this address of this machine, for the
+    /// study's `[clients]` (see `dbvs run --listen`).
+    #[serde(default)]
+    pub listen: Option<String>,
 }
 
 impl Default for TargetConfig {
     fn default() -> Self {
-        Self { engine: crate::targets::Engine::Sqlite, settings: Default::default() }
+        Self { engine: crate::targets::Engine::Sqlite, settings: Default::default(), listen: None }
     }
 }
 
@@ -302,6 +310,7 @@ impl StudyFile {
             compare: vec![],
             controls: false,
             warnings: vec![],
+            clients: None,
             quick: None,
         }
     }
@@ -417,6 +426,23 @@ impl StudyFile {
         }
         if self.interleave.is_some_and(|s| s < Duration::from_millis(10) || s > Duration::from_secs(600)) {
             bail!("{}interleave must be a slice from 10ms to 10m, e.g. interleave = \"100ms\"", at("interleave"));
+        }
+        if let Some(c) = &self.clients {
+            if self.interleave.is_some() {
+                bail!("{}[clients] runs the workers on other hosts; interleaved variants take turns in one process here: drop interleave", at("interleave"));
+            }
+            if self.target.engine != crate::targets::Engine::Postgres || self.target.listen.is_none() {
+                bail!(
+                    "{}[clients] needs servers the hosts reach: [target] engine = \"postgres\" with listen = \"ADDR\", an address of this machine they reach",
+                    at("clients")
+                );
+            }
+            if c.hosts.is_empty() {
+                bail!(
+                    "{}[clients] hosts is empty; name them as hosts = [\"user@host1\", \"user@host2\"]",
+                    at("clients")
+                );
+            }
         }
         Ok(())
     }

@@ -176,6 +176,32 @@ impl ManagedPg {
         &self.data
     }
 
+    /// Lets client hosts in at the server's other address (started with `listen_addresses`
+    /// naming it): every address but loopback must give a password (a line in
+    /// pg_hba.conf), and the superuser gets a new random one, returned. It lives in this
+    /// process's memory only (the server keeps its SCRAM hash) and reaches client hosts
+    /// inside their ssh sessions.
+    pub fn admit_remote(&self) -> Result<String> {
+        const RULE: &str = "host all all all scram-sha-256 # dbvs: client hosts, with a password";
+        let hba = self.data.join("pg_hba.conf");
+        let rules = std::fs::read_to_string(&hba).with_context(|| format!("cannot read {}", hba.display()))?;
+        if !rules.lines().any(|l| l == RULE) {
+            std::fs::write(&hba, format!("{rules}{RULE}\n"))
+                .with_context(|| format!("cannot write {}", hba.display()))?;
+        }
+        use rand::Rng;
+        let password: String = rand::rng().sample_iter(rand::distr::Alphanumeric).take(32).map(char::from).collect();
+        let local = super::postgres::PgConnInfo {
+            host: "127.0.0.1".into(),
+            port: self.port,
+            user: SUPERUSER.into(),
+            password: None,
+            dbname: "postgres".into(),
+        };
+        local.admin(&[format!("ALTER ROLE {SUPERUSER} PASSWORD '{password}'"), "SELECT pg_reload_conf()".into()])?;
+        Ok(password)
+    }
+
     /// Makes `log` (the WAL's own directory) the server user's; its canonical path.
     fn prepare_wal_dir(&self, log: &Path) -> Result<PathBuf> {
         std::fs::create_dir_all(log).with_context(|| format!("cannot create WAL directory {}", log.display()))?;

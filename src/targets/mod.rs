@@ -203,6 +203,9 @@ pub struct TargetOptions {
     pub server_cgroups: Vec<PathBuf>,
     /// Database name on managed servers, derived from the workload's build identity.
     pub default_db: String,
+    /// A managed server also listens on this address of this machine, for client hosts
+    /// (`--clients`), and asks them for a password.
+    pub listen: Option<String>,
 }
 
 const TARGET_HINT: &str = "expected sqlite:PATH, postgres://USER@HOST[:PORT]/DB, mysql://USER@HOST[:PORT]/DB, \
@@ -211,6 +214,12 @@ const TARGET_HINT: &str = "expected sqlite:PATH, postgres://USER@HOST[:PORT]/DB,
 /// Parses a `--target` value. A managed server is started here and stops when the target
 /// (and every database handed out by it) is dropped.
 pub fn parse(spec: &str, opts: TargetOptions) -> Result<Box<dyn Target>> {
+    if opts.listen.is_some() && !spec.starts_with("managed-postgres") {
+        bail!(
+            "--listen applies to managed-postgres (your own server listens where you configured it; a managed \
+             MariaDB listens on loopback only)"
+        );
+    }
     if opts.log_dir.is_some() && !(spec == "managed-mariadb" || spec.starts_with("managed-postgres")) {
         bail!(
             "--log-dir applies to managed-postgres and managed-mariadb only (SQLite keeps its WAL beside the \
@@ -258,18 +267,16 @@ pub fn parse(spec: &str, opts: TargetOptions) -> Result<Box<dyn Target>> {
             Some(d) => d,
             None => managed_pg::default_data_dir(version)?,
         };
-        let server = managed_pg::ManagedPg::start(
-            version,
-            &data,
-            opts.log_dir.as_deref(),
-            &opts.server_settings,
-            &opts.server_cgroups,
-        )?;
+        let mut settings = opts.server_settings.clone();
+        settings.extend(opts.listen.as_ref().map(|a| ("listen_addresses".to_string(), format!("127.0.0.1,{a}"))));
+        let server =
+            managed_pg::ManagedPg::start(version, &data, opts.log_dir.as_deref(), &settings, &opts.server_cgroups)?;
+        let password = opts.listen.as_ref().map(|_| server.admit_remote()).transpose()?;
         let info = postgres::PgConnInfo {
-            host: "127.0.0.1".into(),
+            host: opts.listen.clone().unwrap_or_else(|| "127.0.0.1".into()),
             port: server.port,
             user: managed_pg::SUPERUSER.into(),
-            password: None,
+            password,
             dbname: opts.default_db,
         };
         let location = format!("managed PostgreSQL {} in {}", server.version, server.data_dir().display());

@@ -46,7 +46,7 @@ impl PgConnInfo {
 
     /// Runs statements one at a time on the maintenance database (CREATE/DROP DATABASE
     /// cannot share an implicit transaction).
-    fn admin(&self, statements: &[String]) -> Result<()> {
+    pub(crate) fn admin(&self, statements: &[String]) -> Result<()> {
         let mut c = self.connect("postgres")?;
         for s in statements {
             c.batch_execute(s)?;
