@@ -32,6 +32,9 @@ pub struct CanaryResult {
     pub scanned: Vec<std::path::PathBuf>,
     pub bytes_scanned: u64,
     pub hits: u64,
+    /// The files that held the marker, with their hits (inside the study's work directory).
+    #[serde(default)]
+    pub leaks: Vec<(std::path::PathBuf, u64)>,
     /// Whether the data at rest is supposed to be ciphertext.
     pub encrypted: bool,
     pub ok: bool,

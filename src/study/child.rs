@@ -57,7 +57,10 @@ fn db_spec(ctx: &Context, p: &Prepared, w: &WorkloadConfig) -> Result<DbSpec> {
     let (target, data_dir) = match ctx.study.target.engine {
         _ if standalone(w) => (String::new(), Some(p.data_dir.join(STANDALONE_DIR))),
         Engine::Postgres => ("managed-postgres".to_string(), server_dir),
-        Engine::Mariadb => ("managed-mariadb".to_string(), server_dir),
+        Engine::Mariadb => match ctx.study.target.nodes {
+            Some(n) => (format!("managed-galera:{n}"), server_dir),
+            None => ("managed-mariadb".to_string(), server_dir),
+        },
         Engine::Sqlite => (format!("sqlite:{}", p.data_dir.join(db_file(w)?).display()), None),
     };
     let settings = ctx.study.target.settings.iter().map(|(k, v)| (k.clone(), v.clone()));
@@ -395,19 +398,21 @@ fn read_records(
 /// database kept for the scan. What it scanned is named inside the study's `work`
 /// directory, which is gone when the report is read.
 pub fn scan_canary(variant: &str, p: &Prepared, work: &Path) -> Result<CanaryResult> {
+    let in_work = |path: &Path| path.strip_prefix(work).unwrap_or(path).to_path_buf();
     // Push everything written through the layers (FUSE, loop device) down to the backing files.
     // SAFETY: sync has no preconditions.
     unsafe { libc::sync() };
-    let (hits, bytes) = canary::scan(&p.backing, crate::workloads::CANARY.as_bytes())?;
+    let found = canary::scan(&p.backing, crate::workloads::CANARY.as_bytes())?;
     let _ = std::fs::remove_file(p.data_dir.join(SCAN_COPY));
     let _ = std::fs::remove_dir_all(p.data_dir.join(STANDALONE_DIR));
     Ok(CanaryResult {
         variant: variant.into(),
-        scanned: p.backing.iter().map(|b| b.strip_prefix(work).unwrap_or(b).to_path_buf()).collect(),
-        bytes_scanned: bytes,
-        hits,
+        scanned: p.backing.iter().map(|b| in_work(b)).collect(),
+        bytes_scanned: found.bytes,
+        hits: found.hits,
+        leaks: found.files.iter().map(|(f, hits)| (in_work(f), *hits)).collect(),
         encrypted: p.encrypted,
-        ok: if p.encrypted { hits == 0 } else { hits > 0 },
+        ok: if p.encrypted { found.hits == 0 } else { found.hits > 0 },
     })
 }
 

@@ -104,11 +104,15 @@ pub struct TargetConfig {
     /// study's `[clients]` (see `dbvs run --listen`).
     #[serde(default)]
     pub listen: Option<String>,
+    /// With `engine = "mariadb"`: each variant's server is a Galera cluster of this many
+    /// nodes (`managed-galera:N`), the variant's settings on every node.
+    #[serde(default)]
+    pub nodes: Option<usize>,
 }
 
 impl Default for TargetConfig {
     fn default() -> Self {
-        Self { engine: crate::targets::Engine::Sqlite, settings: Default::default(), listen: None }
+        Self { engine: crate::targets::Engine::Sqlite, settings: Default::default(), listen: None, nodes: None }
     }
 }
 
@@ -426,6 +430,14 @@ impl StudyFile {
         }
         if self.interleave.is_some_and(|s| s < Duration::from_millis(10) || s > Duration::from_secs(600)) {
             bail!("{}interleave must be a slice from 10ms to 10m, e.g. interleave = \"100ms\"", at("interleave"));
+        }
+        if let Some(n) = self.target.nodes {
+            if self.target.engine != crate::targets::Engine::Mariadb || !(2..=9).contains(&n) {
+                bail!(
+                    "{}nodes makes each server a Galera cluster: engine = \"mariadb\" with 2 to 9 nodes",
+                    at("nodes")
+                );
+            }
         }
         if let Some(c) = &self.clients {
             if self.interleave.is_some() {

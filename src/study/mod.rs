@@ -477,9 +477,17 @@ fn failed_row((run_id, block, variant, workload): At, cause: String) -> RunRow {
 
 fn leak_message(c: &CanaryResult) -> String {
     if c.encrypted {
+        const NAMED: usize = 4;
+        let mut files: Vec<String> =
+            c.leaks.iter().take(NAMED).map(|(f, n)| format!("{} ({n})", f.display())).collect();
+        if c.leaks.len() > NAMED {
+            files.push(format!("{} more files", c.leaks.len() - NAMED));
+        }
         format!(
-            "variant '{}' is meant to be encrypted but {} plaintext canary hits were found at rest",
-            c.variant, c.hits
+            "variant '{}' is meant to be encrypted but {} plaintext canary hits were found at rest, in {}",
+            c.variant,
+            c.hits,
+            files.join(", ")
         )
     } else {
         format!(

@@ -270,6 +270,19 @@ impl ManagedMaria {
         &self.data
     }
 
+    /// One of the server's status variables (`SHOW GLOBAL STATUS`), as text; empty when
+    /// the server has no such variable.
+    pub fn status(&self, name: &str) -> Result<String> {
+        self.admin(|c| {
+            use mysql::prelude::Queryable;
+            let row: Option<(String, String)> = c.exec_first(
+                "SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = UPPER(?)",
+                (name,),
+            )?;
+            Ok(row.map(|(_, v)| v).unwrap_or_default())
+        })
+    }
+
     /// Runs `f` as root over the running server's socket.
     fn admin<T>(&self, f: impl FnOnce(&mut mysql::Conn) -> Result<T>) -> Result<T> {
         let data = self.serving().context("the managed MariaDB is not running")?;

@@ -33,8 +33,8 @@ pub fn parse_setting(s: &str) -> Result<(String, String)> {
     let (k, v) = s.split_once('=').context("expected NAME=VALUE, e.g. shared_buffers=256MB")?;
     let ok =
         |x: &str, extra: &[u8]| !x.is_empty() && x.bytes().all(|b| b.is_ascii_alphanumeric() || extra.contains(&b));
-    if !ok(k, b"._-") || !ok(v, b"._-/:,") {
-        bail!("server setting '{s}' must be NAME=VALUE with letters, digits and . _ - (the value also / : ,)");
+    if !ok(k, b"._-") || !ok(v, b"._-/:,=;") {
+        bail!("server setting '{s}' must be NAME=VALUE with letters, digits and . _ - (the value also / : , = ;)");
     }
     Ok((k.into(), v.into()))
 }
@@ -158,7 +158,8 @@ impl ManagedPg {
         }
         let mut opts = format!("-p {} -c listen_addresses=127.0.0.1 -k {}", pg.port, pg.data.display());
         for (k, v) in settings {
-            opts += &format!(" -c {k}={v}");
+            // pg_ctl hands these to a shell; a value holds no quote (parse_setting).
+            opts += &format!(" -c {k}='{v}'");
         }
         let mut start = pg.command("pg_ctl");
         start.args(["start", "-w", "-t", "60", "-D"]).arg(&pg.data).arg("-l").arg(pg.log()).args(["-o", &opts]);
@@ -267,5 +268,8 @@ mod tests {
         assert!(parse_setting("fsync").is_err());
         assert!(parse_setting("a=b c").is_err());
         assert!(parse_setting("a=$(reboot)").is_err());
+        assert!(parse_setting("a='b'").is_err());
+        let galera = parse_setting("wsrep_provider_options=gcache.dir=/dev/shm;gcache.size=64M").unwrap();
+        assert_eq!(galera.1, "gcache.dir=/dev/shm;gcache.size=64M");
     }
 }

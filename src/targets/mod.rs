@@ -6,6 +6,7 @@
 //! that only becomes the pristine once complete, so an interrupted build never looks done.
 
 pub mod backup;
+pub mod galera;
 pub mod managed_maria;
 pub mod managed_pg;
 pub mod mysql;
@@ -209,7 +210,7 @@ pub struct TargetOptions {
 }
 
 const TARGET_HINT: &str = "expected sqlite:PATH, postgres://USER@HOST[:PORT]/DB, mysql://USER@HOST[:PORT]/DB, \
-     managed-postgres[:VERSION] or managed-mariadb";
+     managed-postgres[:VERSION], managed-mariadb or managed-galera[:NODES]";
 
 /// Parses a `--target` value. A managed server is started here and stops when the target
 /// (and every database handed out by it) is dropped.
@@ -250,12 +251,33 @@ pub fn parse(spec: &str, opts: TargetOptions) -> Result<Box<dyn Target>> {
             user: managed_maria::SUPERUSER.into(),
             password: None,
             dbname: opts.default_db,
+            other_nodes: vec![],
         };
         let location = format!("managed MariaDB {} in {}", server.version, server.data_dir().display());
-        let encrypted = opts.server_settings.iter().any(|(k, v)| {
-            k.replace('-', "_").eq_ignore_ascii_case("innodb_encrypt_tables") && !v.eq_ignore_ascii_case("off")
-        });
+        let encrypted = encrypts_tables(&opts.server_settings);
         return Ok(Box::new(mysql::MyTarget::managed(info, location, std::sync::Arc::new(server), encrypted)));
+    }
+    if let Some(rest) = spec.strip_prefix("managed-galera") {
+        let nodes = match rest.strip_prefix(':') {
+            Some(n) => n.parse().ok().with_context(|| format!("invalid target '{spec}': managed-galera:N, N nodes"))?,
+            None if rest.is_empty() => 3,
+            None => bail!("invalid target '{spec}': {TARGET_HINT}"),
+        };
+        let data = opts.data_dir.unwrap_or_else(galera::default_data_dir);
+        let cluster = galera::Galera::start(&data, nodes, &opts.server_settings, &opts.server_cgroups)?;
+        let ports = cluster.ports();
+        let info = mysql::MyConnInfo {
+            host: "127.0.0.1".into(),
+            port: ports[0],
+            user: managed_maria::SUPERUSER.into(),
+            password: None,
+            dbname: opts.default_db,
+            other_nodes: ports[1..].to_vec(),
+        };
+        let location =
+            format!("managed Galera cluster of {nodes} MariaDB {} nodes in {}", cluster.version(), data.display());
+        let encrypted = encrypts_tables(&opts.server_settings);
+        return Ok(Box::new(mysql::MyTarget::cluster(info, location, std::sync::Arc::new(cluster), encrypted)));
     }
     if let Some(rest) = spec.strip_prefix("managed-postgres") {
         let version = match rest.strip_prefix(':') {
@@ -314,6 +336,13 @@ pub fn from_client_env(env: &[(String, String)]) -> Result<Box<dyn Database>> {
         other => bail!("remote clients reach PostgreSQL and MariaDB servers, not {}", other.unwrap_or("this engine")),
     };
     parse(&url, TargetOptions { password, ..TargetOptions::default() })?.existing()
+}
+
+/// Whether a MariaDB server's settings turn on InnoDB's data-at-rest encryption.
+fn encrypts_tables(settings: &[(String, String)]) -> bool {
+    settings.iter().any(|(k, v)| {
+        k.replace('-', "_").eq_ignore_ascii_case("innodb_encrypt_tables") && !v.eq_ignore_ascii_case("off")
+    })
 }
 
 /// Where a server URL points. Passwords are refused in URLs: command lines are visible to

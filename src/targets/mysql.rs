@@ -21,7 +21,13 @@ pub struct MyConnInfo {
     pub user: String,
     pub password: Option<String>,
     pub dbname: String,
+    /// A cluster's other nodes (their ports on `host`): a run's sessions spread over
+    /// `port` and these in turn. Administration stays on `port`.
+    pub other_nodes: Vec<u16>,
 }
+
+/// The node the next session of a cluster connects to.
+static NEXT_NODE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// A deadlock (1213) or lock wait timeout (1205), by name: the transaction should be run again.
 /// The most statements one connection keeps prepared.
@@ -39,7 +45,7 @@ impl MyConnInfo {
     /// Parses `mysql://user@host[:port]/db`; a password in the URL is refused.
     pub fn parse(url: &str, password: Option<String>) -> Result<Self> {
         let u = super::parse_server_url(url, &["mysql", "mariadb"], 3306, "MYSQL_PWD")?;
-        Ok(Self { host: u.host, port: u.port, user: u.user, password, dbname: u.dbname })
+        Ok(Self { host: u.host, port: u.port, user: u.user, password, dbname: u.dbname, other_nodes: vec![] })
     }
 
     /// The variables MariaDB's clients read, for database `db` (the password too: the
@@ -137,6 +143,18 @@ impl MyTarget {
             require_encryption: false,
             backups: BackupPlace::client_side(),
         }
+    }
+
+    /// A cluster dbvs manages (`info` on its first node): runs get logical copies, which
+    /// the cluster replicates.
+    pub fn cluster(
+        info: MyConnInfo,
+        location: String,
+        cluster: std::sync::Arc<super::galera::Galera>,
+        require_encryption: bool,
+    ) -> Self {
+        let backups = BackupPlace::beside(&super::ManagedServer::data_dir(cluster.as_ref()), None);
+        Self { info, location, server: Some(cluster), managed: None, require_encryption, backups }
     }
 
     /// A server dbvs manages: runs get a copy of the whole data directory.
@@ -277,8 +295,20 @@ struct MyDb {
 }
 
 impl Database for MyDb {
+    /// A session on the next node of a cluster, or on the server.
     fn connect(&self) -> Result<Connection> {
-        Ok(Connection::MySql(self.info.connect(Some(&self.name))?))
+        let info = &self.info;
+        if info.other_nodes.is_empty() {
+            return Ok(Connection::MySql(info.connect(Some(&self.name))?));
+        }
+        let n = NEXT_NODE.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % (info.other_nodes.len() + 1);
+        let port = if n == 0 { info.port } else { info.other_nodes[n - 1] };
+        // A node applies the others' writes a moment after they commit, so it may not have
+        // the database yet: a read first waits for it (the nodes' wsrep_sync_wait).
+        let mut c = MyConnInfo { port, ..info.clone() }.connect(None)?;
+        c.query_drop("SELECT 1")?;
+        c.query_drop(format!("USE `{}`", self.name))?;
+        Ok(Connection::MySql(c))
     }
     fn client_env(&self) -> Result<Vec<(String, String)>> {
         Ok(self.info.client_env(&self.name))
