@@ -42,7 +42,7 @@ fn slug(s: &str) -> String {
 }
 
 /// The SQLite file of a workload's build, named by its build identity: workloads sharing a
-/// build (tpcc and batch) share it.
+/// build share it.
 pub fn db_file(w: &WorkloadConfig) -> Result<String> {
     let identity = w.kind()?.as_driven().map(|w| w.build_identity()).unwrap_or_default();
     let build = identity.get("workload").map_or(w.name(), String::as_str);

@@ -1,5 +1,6 @@
-//! `batch`: seed 002's five long SQL statements on the TPC-C database, each run `--repeat`
-//! times in one session, in rotation (q1..q5, q1..q5, ...) so drift spreads evenly.
+//! `batch`: seed 002's five long SQL statements on the TPC-C database with the seed's extra
+//! indexes, each run `--repeat` times in one session, in rotation (q1..q5, q1..q5, ...) so
+//! drift spreads evenly.
 //!
 //! Warm (the default): each statement runs once, untimed, before the timed executions.
 //! Cold (`--cold`): before every execution the OS page cache is dropped and a managed server
@@ -24,6 +25,28 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 const OPERATIONS: &[&str] = &["q1", "q2", "q3", "q4", "q5"];
+
+/// Seed 002's indexes beyond TPC-C's own (its Appendix B, which indexed most columns the
+/// batch statements filter or sort on), so their plans are index range scans, as the
+/// seed's were, rather than scans. Only the batch suite's database has them: every other
+/// TPC-C run would pay for maintaining them.
+const SEED_INDEXES: &[&str] = &[
+    "CREATE INDEX customer_i3 ON customer (c_first)",
+    "CREATE INDEX customer_i4 ON customer (c_balance)",
+    "CREATE INDEX customer_i5 ON customer (c_discount)",
+    "CREATE INDEX customer_i6 ON customer (c_city)",
+    "CREATE INDEX customer_i7 ON customer (c_id)",
+    "CREATE INDEX district_i2 ON district (d_id)",
+    "CREATE INDEX district_i3 ON district (d_city)",
+    "CREATE INDEX orders_i3 ON orders (o_ol_cnt)",
+    "CREATE INDEX orders_i4 ON orders (o_c_id)",
+    "CREATE INDEX orders_i5 ON orders (o_id)",
+    "CREATE INDEX order_line_i2 ON order_line (ol_amount)",
+    "CREATE INDEX order_line_i3 ON order_line (ol_i_id)",
+    "CREATE INDEX order_line_i4 ON order_line (ol_o_id)",
+    "CREATE INDEX stock_i2 ON stock (s_quantity)",
+    "CREATE INDEX warehouse_i2 ON warehouse (w_name)",
+];
 
 const JOIN: &str = "SELECT c_last, c_first, o_id, ol_number, i_name, ol_amount \
     FROM orders, order_line, item, customer \
@@ -119,12 +142,16 @@ impl Workload for Batch {
         OPERATIONS
     }
 
+    /// TPC-C's data with seed 002's indexes: a database of its own.
     fn build_identity(&self) -> BuildMeta {
-        tpcc::identity(self.warehouses, self.seed)
+        let mut id = tpcc::identity(self.warehouses, self.seed);
+        id.insert("workload".into(), "batch".into());
+        id.insert("indexes".into(), "tpcc + seed 002".into());
+        id
     }
 
     fn build(&self, db: &dyn Database, progress: &ProgressBar) -> Result<u64> {
-        tpcc::build(db, self.warehouses, self.seed, progress)
+        tpcc::build_as(db, self.warehouses, self.seed, self.build_identity(), SEED_INDEXES, progress)
     }
 
     fn worker<'a>(&'a self, db: &'a dyn Database, _meta: &BuildMeta, index: usize) -> Result<Box<dyn Worker + 'a>> {

@@ -97,6 +97,19 @@ pub fn identity(warehouses: i64, seed: u64) -> BuildMeta {
 
 /// Builds the TPC-C database: schema, parallel load, indexes, statistics, metadata.
 pub fn build(db: &dyn Database, warehouses: i64, seed: u64, progress: &ProgressBar) -> Result<u64> {
+    build_as(db, warehouses, seed, identity(warehouses, seed), &[], progress)
+}
+
+/// Builds the TPC-C database of `warehouses` and `seed` with `extra_indexes` beside TPC-C's
+/// own, and writes `identity` as its metadata.
+pub fn build_as(
+    db: &dyn Database,
+    warehouses: i64,
+    seed: u64,
+    identity: BuildMeta,
+    extra_indexes: &[&str],
+    progress: &ProgressBar,
+) -> Result<u64> {
     let load_c = Constants::random(&mut ChaCha8Rng::seed_from_u64(seed ^ 0xC0));
     progress.set_length(load::total_rows(warehouses));
     let mut conn = db.connect()?;
@@ -107,11 +120,11 @@ pub fn build(db: &dyn Database, warehouses: i64, seed: u64, progress: &ProgressB
     bulk::load(db, &mut conn, loader_threads(warehouses), |sinks| {
         load::generate(warehouses, seed, load_c, sinks, progress)
     })?;
-    for i in schema::indexes() {
+    for i in schema::indexes().iter().chain(extra_indexes) {
         seam::exec(&mut conn, i)?;
     }
     seam::script(&mut conn, schema::statistics(engine))?;
-    let mut meta = identity(warehouses, seed);
+    let mut meta = identity;
     meta.insert("c_last_load".into(), load_c.last.to_string());
     meta.insert("c_customer_load".into(), load_c.customer.to_string());
     meta.insert("c_item_load".into(), load_c.item.to_string());
