@@ -45,6 +45,11 @@ fn a_managed_postgres_starts_runs_and_stops() {
     let m = r["measures"].as_array().unwrap().iter().find(|m| m["name"] == "storage KB written per unit");
     let kb = m.and_then(|m| m["value"].as_f64()).unwrap_or_else(|| panic!("{}", r["measures"]));
     assert!(kb > 0.1 && kb < 1000.0, "{kb} KB written per order");
+    // dbvs talks to the server over loopback: traffic there, each byte sent once and
+    // received once.
+    let lo = &r["telemetry"]["window"]["net"]["lo"];
+    let (rx, tx) = (lo["rx_mbit_s"].as_f64().unwrap_or(0.0), lo["tx_mbit_s"].as_f64().unwrap_or(0.0));
+    assert!(rx > 0.01 && (rx / tx - 1.0).abs() < 0.01, "{}", r["telemetry"]["window"]);
 }
 
 #[test]

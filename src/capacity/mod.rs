@@ -164,6 +164,9 @@ pub struct Probe {
     pub per_instance: Vec<f64>,
     pub p95_max_ms: f64,
     pub cpu_busy_pct: Option<f64>,
+    /// Megabits per second received and sent over every interface (seed 004's network).
+    #[serde(default)]
+    pub net_mbit_s: Option<(f64, f64)>,
 }
 
 /// The search's result for one configuration.
@@ -177,6 +180,8 @@ pub struct Outcome {
     pub total_at_max: Option<f64>,
     pub per_instance_at_max: Option<f64>,
     pub cpu_busy_pct_at_max: Option<f64>,
+    #[serde(default)]
+    pub net_mbit_s_at_max: Option<(f64, f64)>,
     pub probes: Vec<Probe>,
     pub error: Option<String>,
 }
@@ -256,6 +261,7 @@ pub fn judge(record: &RunRecord, sla: &Sla, n: u32) -> Probe {
     } else {
         None
     };
+    let window = record.telemetry.as_ref().and_then(|t| t.window.as_ref());
     Probe {
         instances: n,
         passed: reason.is_none(),
@@ -263,7 +269,8 @@ pub fn judge(record: &RunRecord, sla: &Sla, n: u32) -> Probe {
         total: per.iter().sum(),
         per_instance: per,
         p95_max_ms: p95,
-        cpu_busy_pct: record.telemetry.as_ref().and_then(|t| t.window.as_ref()).map(|w| w.cpu_busy_pct),
+        cpu_busy_pct: window.map(|w| w.cpu_busy_pct),
+        net_mbit_s: window.map(crate::telemetry::Sample::net_total),
     }
 }
 
@@ -311,6 +318,7 @@ pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::Capaci
                             per_instance: vec![],
                             p95_max_ms: 0.0,
                             cpu_busy_pct: None,
+                            net_mbit_s: None,
                         },
                     };
                     eprintln!(

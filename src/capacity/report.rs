@@ -39,6 +39,7 @@ pub fn outcome(name: &str, result: Result<Option<u32>>, probes: Vec<Probe>, cap:
         total_at_max: mean(|p| Some(p.total)),
         per_instance_at_max: mean(|p| Some(p.total / p.instances as f64)),
         cpu_busy_pct_at_max: mean(|p| p.cpu_busy_pct),
+        net_mbit_s_at_max: mean(|p| p.net_mbit_s.map(|n| n.0)).zip(mean(|p| p.net_mbit_s.map(|n| n.1))),
         probes,
         error,
     }
@@ -46,6 +47,11 @@ pub fn outcome(name: &str, result: Result<Option<u32>>, probes: Vec<Probe>, cap:
 
 fn fmt(x: Option<f64>) -> String {
     x.map_or("-".into(), |v| format!("{v:.0}"))
+}
+
+/// Megabits per second in and out, as "in / out".
+fn net(x: Option<(f64, f64)>) -> String {
+    x.map_or("-".into(), |(rx, tx)| format!("{rx:.1} / {tx:.1}"))
 }
 
 impl CapacityReport {
@@ -79,6 +85,7 @@ impl CapacityReport {
                     fmt(c.total_at_max),
                     fmt(c.per_instance_at_max),
                     c.cpu_busy_pct_at_max.map_or("-".into(), |v| format!("{v:.1}")),
+                    net(c.net_mbit_s_at_max),
                 ]
             })
             .collect();
@@ -90,6 +97,7 @@ impl CapacityReport {
                 &format!("total {h}"),
                 &format!("{h} per instance"),
                 "CPU busy %",
+                "network Mbit/s in / out",
             ]
             .map(String::from)
             .to_vec(),
@@ -113,14 +121,24 @@ impl CapacityReport {
                     per.join(", "),
                     format!("{:.1}", p.p95_max_ms),
                     p.cpu_busy_pct.map_or("-".into(), |v| format!("{v:.1}")),
+                    net(p.net_mbit_s),
                 ]
             })
             .collect();
         Table {
             title: "Probes".into(),
-            header: ["configuration", "instances", "verdict", "total", "per instance", "p95 ms", "CPU %"]
-                .map(String::from)
-                .to_vec(),
+            header: [
+                "configuration",
+                "instances",
+                "verdict",
+                "total",
+                "per instance",
+                "p95 ms",
+                "CPU %",
+                "Mbit/s in / out",
+            ]
+            .map(String::from)
+            .to_vec(),
             rows,
         }
     }
@@ -232,6 +250,7 @@ mod tests {
             per_instance: vec![each; instances as usize],
             p95_max_ms: 5.0,
             cpu_busy_pct: Some(40.0 * instances as f64),
+            net_mbit_s: Some((2.0 * instances as f64, 1.5 * instances as f64)),
         }
     }
 
@@ -255,7 +274,7 @@ mod tests {
     #[test]
     fn summary_is_taken_at_the_most_passing_instances() {
         let t = sample().summary();
-        assert_eq!(t.rows[0], ["small", "4", "480", "120", "160.0"]);
+        assert_eq!(t.rows[0], ["small", "4", "480", "120", "160.0", "8.0 / 6.0"]);
         assert_eq!(t.rows[1][1], "error: gocryptfs not found");
         assert_eq!(sample().probes().rows[3][2], "fail: an instance reached 40 < 100");
     }

@@ -125,6 +125,9 @@ fn telemetry(t: &crate::telemetry::Telemetry) {
             r.util_pct
         );
     }
+    for (i, r) in &w.net {
+        println!("network {i}: {:.1} Mbit/s in, {:.1} Mbit/s out", r.rx_mbit_s, r.tx_mbit_s);
+    }
     let p = &t.power;
     match (p.window_w, p.idle_w) {
         (Some(w), idle) => println!(

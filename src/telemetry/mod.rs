@@ -57,7 +57,17 @@ pub struct Sample {
     pub dbvs_cpu_pct: f64,
     pub server_cpu_pct: Option<f64>,
     pub disks: BTreeMap<String, DiskRates>,
+    /// Traffic per network interface (loopback included: a local client's traffic is there).
+    #[serde(default)]
+    pub net: BTreeMap<String, proc::NetRates>,
     pub watts: Option<f64>,
+}
+
+impl Sample {
+    /// Megabits per second received and sent over every interface with traffic.
+    pub fn net_total(&self) -> (f64, f64) {
+        self.net.values().fold((0.0, 0.0), |(rx, tx), r| (rx + r.rx_mbit_s, tx + r.tx_mbit_s))
+    }
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -123,6 +133,7 @@ struct Reading {
     stat: proc::Stat,
     psi: [(u64, u64); 3],
     disks: BTreeMap<String, proc::DiskCounters>,
+    net: BTreeMap<String, (u64, u64)>,
     own_ticks: u64,
     server_ticks: Option<BTreeMap<u32, u64>>,
 }
@@ -202,6 +213,7 @@ impl Reading {
             stat: proc::parse_stat(&read("/proc/stat")),
             psi: ["cpu", "io", "memory"].map(|k| proc::parse_psi(&read(&format!("/proc/pressure/{k}")))),
             disks: devices.iter().filter_map(|d| Some((d.clone(), *all.get(d)?))).collect(),
+            net: proc::parse_net_dev(&read("/proc/net/dev")),
             own_ticks: proc::parse_pid_cpu(&read("/proc/self/stat")).map_or(0, |(t, _)| t),
             server_ticks: server,
         }
@@ -247,6 +259,12 @@ impl Reading {
                 .iter()
                 .filter_map(|(d, c)| Some((d.clone(), proc::disk_rates(prev.disks.get(d)?, c, secs))))
                 .collect(),
+            net: self
+                .net
+                .iter()
+                .filter_map(|(i, c)| Some((i.clone(), proc::net_rates(*prev.net.get(i)?, *c, secs))))
+                .filter(|(_, r)| r.rx_mbit_s > 0.0 || r.tx_mbit_s > 0.0)
+                .collect(),
             watts: None,
         }
     }
@@ -276,6 +294,14 @@ pub fn average(samples: &[&Sample]) -> Option<Sample> {
             e.util_pct += r.util_pct / n;
         }
     }
+    let mut net: BTreeMap<String, proc::NetRates> = BTreeMap::new();
+    for s in samples {
+        for (i, r) in &s.net {
+            let e = net.entry(i.clone()).or_default();
+            e.rx_mbit_s += r.rx_mbit_s / n;
+            e.tx_mbit_s += r.tx_mbit_s / n;
+        }
+    }
     Some(Sample {
         t_s: samples.last().map_or(0.0, |l| l.t_s) - samples.first().map_or(0.0, |f| f.t_s),
         cpu_busy_pct: avg(|s| s.cpu_busy_pct),
@@ -293,6 +319,7 @@ pub fn average(samples: &[&Sample]) -> Option<Sample> {
         dbvs_cpu_pct: avg(|s| s.dbvs_cpu_pct),
         server_cpu_pct: avg_opt(|s| s.server_cpu_pct),
         disks,
+        net,
         watts: avg_opt(|s| s.watts),
     })
 }

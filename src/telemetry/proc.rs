@@ -144,6 +144,29 @@ pub fn disk_rates(a: &DiskCounters, b: &DiskCounters, secs: f64) -> DiskRates {
     }
 }
 
+/// Bytes received and sent so far per network interface, from /proc/net/dev.
+pub fn parse_net_dev(text: &str) -> BTreeMap<String, (u64, u64)> {
+    text.lines()
+        .filter_map(|l| {
+            let (name, counters) = l.split_once(':')?;
+            let f: Vec<u64> = counters.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+            (f.len() >= 16).then(|| (name.trim().to_string(), (f[0], f[8])))
+        })
+        .collect()
+}
+
+/// One interface's traffic over an interval.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct NetRates {
+    pub rx_mbit_s: f64,
+    pub tx_mbit_s: f64,
+}
+
+pub fn net_rates(a: (u64, u64), b: (u64, u64), secs: f64) -> NetRates {
+    let mbit = |x: u64, y: u64| y.saturating_sub(x) as f64 * 8.0 / 1e6 / secs;
+    NetRates { rx_mbit_s: mbit(a.0, b.0), tx_mbit_s: mbit(a.1, b.1) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,6 +195,18 @@ mod tests {
         );
         assert_eq!(p, (1500, 700));
         assert_eq!(parse_psi("some avg10=0.00 total=9\n"), (9, 0));
+    }
+
+    #[test]
+    fn network_bytes_per_interface() {
+        let text =
+            "Inter-|   Receive |  Transmit\n face |bytes packets errs drop fifo frame compressed multicast|bytes ...\n\
+                    lo: 1000 10 0 0 0 0 0 0 1000 10 0 0 0 0 0 0\n  eth0: 250000 8 0 0 0 0 0 0 125000 4 0 0 0 0 0 0\n";
+        let n = parse_net_dev(text);
+        assert_eq!(n.len(), 2);
+        assert_eq!(n["eth0"], (250_000, 125_000));
+        let r = net_rates(n["eth0"], (500_000, 250_000), 2.0);
+        assert_eq!((r.rx_mbit_s, r.tx_mbit_s), (1.0, 0.5));
     }
 
     #[test]
