@@ -7,9 +7,7 @@ use common::*;
 use dbvs::targets::galera::Galera;
 use dbvs::targets::{sql, TargetOptions};
 use serde_json::Value;
-use std::io::BufRead;
 use std::path::Path;
-use std::process::Stdio;
 
 /// Three nodes with small buffer pools: this machine runs all of them.
 const SMALL_POOL: &str = "innodb_buffer_pool_size=64M";
@@ -55,17 +53,7 @@ fn a_cluster_runs_checks_and_holds_the_work_on_every_node() {
     drop(cluster);
 
     // A node killed mid-run fails the run with its cause; the rest of the cluster stops.
-    let mut child = command()
-        .args(run(&["--warmup", "1s", "--duration", "60s"]))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut seen = String::new();
-    while !seen.contains("Stats reset") {
-        seen += &lines.next().expect("the run reaches its window").unwrap();
-    }
+    let (mut child, lines) = spawn_into_window(&run(&["--warmup", "1s", "--duration", "60s"]));
     let pid: i32 = std::fs::read_to_string(data.join("node2/mariadbd.pid")).unwrap().trim().parse().unwrap();
     // SAFETY: kill has no memory effects.
     unsafe { libc::kill(pid, libc::SIGKILL) };

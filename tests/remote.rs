@@ -8,7 +8,6 @@ use dbvs::targets::managed_maria::ManagedMaria;
 use dbvs::targets::managed_pg::ManagedPg;
 use dbvs::targets::{sql, Engine, TargetOptions};
 use serde_json::Value;
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -327,17 +326,7 @@ fn client_hosts_drive_one_server_and_a_lost_host_fails_the_run(engine: Engine) {
     assert!(stdout(&o).contains("client host"), "{}", stdout(&o));
 
     // One host killed mid-run: the run fails naming it, nothing is counted, the copy goes.
-    let mut child = command()
-        .args(remote(&["--threads", "2", "--warmup", "1s", "--duration", "60s"]))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut seen = String::new();
-    while !seen.contains("Stats reset") {
-        seen += &lines.next().expect("the run reaches its window").unwrap();
-    }
+    let (mut child, lines) = spawn_into_window(&remote(&["--threads", "2", "--warmup", "1s", "--duration", "60s"]));
     let t = Instant::now();
     hosts.kill_agent(2);
     let rest: Vec<String> = lines.map_while(Result::ok).collect();

@@ -6,6 +6,23 @@ use std::process::{Command, Output};
 
 /// `dbvs` with the results store and the lease directory in Cargo's scratch directory for
 /// tests (under target/, so nothing is left in /tmp), never the user's own.
+/// Lines a running dbvs has yet to print on stderr.
+pub type StderrLines = std::io::Lines<std::io::BufReader<std::process::ChildStderr>>;
+
+/// Starts dbvs with `args` and reads its stderr until the measured window begins (the
+/// "Stats reset" line), for tests that break something mid-run.
+pub fn spawn_into_window<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (std::process::Child, StderrLines) {
+    use std::io::BufRead;
+    let (quiet, piped) = (std::process::Stdio::null(), std::process::Stdio::piped());
+    let mut child = command().args(args).stdout(quiet).stderr(piped).spawn().unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = String::new();
+    while !seen.contains("Stats reset") {
+        seen += &lines.next().expect("the run reaches its window").unwrap();
+    }
+    (child, lines)
+}
+
 pub fn command() -> Command {
     let scratch = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let mut c = Command::new(env!("CARGO_BIN_EXE_dbvs"));
