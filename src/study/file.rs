@@ -432,10 +432,13 @@ impl StudyFile {
             bail!("{}interleave must be a slice from 10ms to 10m, e.g. interleave = \"100ms\"", at("interleave"));
         }
         if let Some(n) = self.target.nodes {
-            if self.target.engine != crate::targets::Engine::Mariadb || !(2..=9).contains(&n) {
+            let sizes = crate::targets::galera::NODES;
+            if self.target.engine != crate::targets::Engine::Mariadb || !sizes.contains(&n) {
                 bail!(
-                    "{}nodes makes each server a Galera cluster: engine = \"mariadb\" with 2 to 9 nodes",
-                    at("nodes")
+                    "{}nodes makes each server a Galera cluster: engine = \"mariadb\" with {} to {} nodes",
+                    at("nodes"),
+                    sizes.start(),
+                    sizes.end()
                 );
             }
         }

@@ -12,6 +12,9 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// The cluster sizes dbvs starts on one machine.
+pub const NODES: std::ops::RangeInclusive<usize> = 2..=9;
+
 /// How long a node may take to say it is in step with the cluster after it started.
 const SYNC_WAIT: Duration = Duration::from_secs(120);
 
@@ -37,8 +40,8 @@ impl Galera {
     /// Starts `nodes` nodes under `data` with `settings` on every one (a variant's TDE
     /// applies to every node) and waits until each is in step with the cluster.
     pub fn start(data: &Path, nodes: usize, settings: &[(String, String)], cgroups: &[PathBuf]) -> Result<Self> {
-        if !(2..=9).contains(&nodes) {
-            bail!("a Galera cluster here has 2 to 9 nodes, e.g. managed-galera:3");
+        if !NODES.contains(&nodes) {
+            bail!("a Galera cluster here has {} to {} nodes, e.g. managed-galera:3", NODES.start(), NODES.end());
         }
         let provider = ["/usr/lib/galera/libgalera_smm.so", "/usr/lib/libgalera_smm.so"]
             .into_iter()
