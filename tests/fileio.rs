@@ -6,14 +6,17 @@ use common::*;
 use serde_json::Value;
 
 #[test]
-fn fileio_times_writes_and_reads_and_cleans_up() {
+fn fileio_times_copies_onto_the_storage_and_back_and_cleans_up() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let data = dir.path().join("data");
+    let plain = dir.path().join("plain");
     let o = ok(&[
         "fileio",
         "--dir",
         data.to_str().unwrap(),
+        "--from",
+        plain.to_str().unwrap(),
         "--size",
         "16MB",
         "--runs",
@@ -21,12 +24,14 @@ fn fileio_times_writes_and_reads_and_cleans_up() {
         "--json",
         json.to_str().unwrap(),
     ]);
-    assert!(stdout(&o).contains("write + fsync"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("copy onto") && stdout(&o).contains("copy back to"), "{}", stdout(&o));
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(r["status"], "completed");
     assert_eq!(r["metrics"]["runs"].as_array().unwrap().len(), 2);
     assert!(r["metrics"]["write_s"].as_f64().unwrap() > 0.0 && r["metrics"]["read_mbs"].as_f64().unwrap() > 0.0);
+    assert_eq!(r["params"]["from"], plain.to_str().unwrap());
     assert!(files_in(&data).is_empty(), "the test file is removed");
+    assert!(files_in(&plain).is_empty(), "the source and the copy back are removed");
 
     ok(&["fileio", "--dir", data.to_str().unwrap(), "--size", "16MB", "--runs", "1", "--keep"]);
     let bytes = std::fs::read(data.join("dbvs-fileio.bin")).unwrap();

@@ -3,7 +3,7 @@
 use crate::driver::RunStatus;
 use crate::record::RunRecord;
 use crate::sys::create_output;
-use crate::workloads::{fileio::Fileio, Options, WorkloadSpec};
+use crate::workloads::{fileio, fileio::Fileio, Options, WorkloadSpec};
 use anyhow::Result;
 use clap::Args;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
@@ -16,6 +16,9 @@ pub struct FileioArgs {
     /// Directory on the storage to test (a mounted encrypted volume, a disk).
     #[arg(long, value_name = "DIR")]
     dir: PathBuf,
+    /// Directory on plain storage the file is copied from and back to [default: /var/tmp].
+    #[arg(long, value_name = "DIR")]
+    from: Option<PathBuf>,
     /// File size, e.g. 512MB or 2GB [default: an eighth of memory, 256MB to 2GB].
     #[arg(long, value_parser = crate::sys::units::parse_bytes)]
     size: Option<u64>,
@@ -42,7 +45,7 @@ pub fn main(args: FileioArgs) -> Result<ExitCode> {
         cold: true,
     };
     let json_out = args.json.as_deref().map(create_output).transpose()?;
-    let fileio = Fileio::new(&spec)?;
+    let fileio = Fileio::new(&spec, &fileio::Options { from: args.from })?;
     let outcome = fileio.measure(&args.dir, args.keep)?;
     let record = RunRecord::of_standalone("fileio", outcome.run);
     if let Some(s) = &outcome.summary {
@@ -50,17 +53,17 @@ pub fn main(args: FileioArgs) -> Result<ExitCode> {
         t.load_preset(UTF8_FULL_CONDENSED);
         t.set_header(["step", "mean seconds [95% CI]", "MB/s"]);
         t.add_row([
-            "write + fsync".to_string(),
+            format!("copy onto {} (write)", args.dir.display()),
             format!("{:.3} +- {:.3}", s.write_s, s.write_ci95_s),
             format!("{:.0}", s.write_mbs),
         ]);
         t.add_row([
-            "read".to_string(),
+            format!("copy back to {} (read)", fileio.from().display()),
             format!("{:.3} +- {:.3}", s.read_s, s.read_ci95_s),
             format!("{:.0}", s.read_mbs),
         ]);
         println!(
-            "fileio: {} MB file in {}, {} runs, page cache dropped before each step\n{t}",
+            "fileio: a {} MB file copied onto {} and back, {} runs, page cache dropped and fsync after each copy\n{t}",
             fileio.size() >> 20,
             args.dir.display(),
             outcome.runs

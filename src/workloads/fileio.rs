@@ -1,7 +1,9 @@
-//! `fileio`: seed 002's file-system test. A file of random bytes is written onto the
-//! storage under test and read back; each timed step starts with the page cache dropped and
-//! the write ends with fsync, so both steps go through the storage layer (an encrypting FUSE
-//! or kernel layer included) rather than memory. N runs, averaged, with a 95% CI.
+//! `fileio`: seed 002's file-system test. A file of random bytes on plain storage is copied
+//! onto the storage under test (the write) and back again (the read), as the seed copied its
+//! files onto the encrypted volume and off it. Each timed copy starts with the page cache
+//! dropped and ends with fsync of what it wrote, so both go through the storage layer (an
+//! encrypting FUSE or kernel layer included) rather than memory. N runs, averaged, with a
+//! 95% CI.
 //!
 //! It needs no database, so it is a [`Standalone`] workload: `dbvs fileio --dir DIR`, and in
 //! studies a run on each variant's storage.
@@ -10,15 +12,26 @@ use super::{Measure, Standalone, StandaloneRun, WorkloadSpec};
 use crate::driver::RunStatus;
 use anyhow::{bail, Context, Result};
 use rand::RngCore;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Bytes per write and read call.
 const CHUNK: usize = 8 << 20;
 /// The file's name inside the directory under test.
 pub const FILE: &str = "dbvs-fileio.bin";
+/// The plain storage the file is copied from and back to, unless the options name another.
+pub const DEFAULT_FROM: &str = "/var/tmp";
+
+/// The workload's own option: where the plain copy lives.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Options {
+    /// A directory on plain storage (the seed's unencrypted volume) [default: /var/tmp].
+    #[serde(default)]
+    pub from: Option<PathBuf>,
+}
 
 /// The default file size: an eighth of the machine's memory, between 256 MB and 2 GB (the
 /// seed's smaller file), so the test is about storage and fits the machine.
@@ -82,48 +95,63 @@ fn chunk(rng: &mut impl RngCore, n: u64) -> Vec<u8> {
     buf
 }
 
-/// One write and one read of `size` bytes in `dir`; the file stays for the caller.
-pub fn run_once(dir: &Path, size: u64, seed: u64) -> Result<Run> {
-    let path = dir.join(FILE);
+/// The source file on plain storage: `size` random bytes, written once and untimed.
+pub fn write_source(path: &Path, size: u64, seed: u64) -> Result<()> {
     let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(seed);
     let chunks: Vec<Vec<u8>> = (0..4).map(|n| chunk(&mut rng, n)).collect();
-    let _ = std::fs::remove_file(&path);
-    crate::sys::drop_caches()?;
-    let t = Instant::now();
-    {
-        let mut f = std::fs::File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
-        let mut left = size;
-        let mut n = 0;
-        while left > 0 {
-            let take = left.min(CHUNK as u64) as usize;
-            f.write_all(&chunks[n % chunks.len()][..take])?;
-            left -= take as u64;
-            n += 1;
-            if crate::interrupt::interrupted() {
-                return Err(crate::interrupt::Interrupted.into());
-            }
+    let mut f = std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut left = size;
+    let mut n = 0;
+    while left > 0 {
+        let take = left.min(CHUNK as u64) as usize;
+        f.write_all(&chunks[n % chunks.len()][..take])?;
+        left -= take as u64;
+        n += 1;
+        if crate::interrupt::interrupted() {
+            return Err(crate::interrupt::Interrupted.into());
         }
-        f.sync_all()?;
     }
-    let write = t.elapsed().as_secs_f64();
+    Ok(f.sync_all()?)
+}
+
+/// Copies `from` to `to` through a buffer and fsyncs `to`, from a cold page cache; returns
+/// the seconds it took. Read and write calls, not `copy_file_range`: a file system that
+/// clones extents would otherwise copy nothing, and the layer under test must see the bytes.
+fn timed_copy(from: &Path, to: &Path, size: u64) -> Result<Step> {
+    let _ = std::fs::remove_file(to);
     crate::sys::drop_caches()?;
     let t = Instant::now();
-    let mut f = std::fs::File::open(&path)?;
+    let mut src = std::fs::File::open(from).with_context(|| format!("cannot read {}", from.display()))?;
+    let mut dst = std::fs::File::create(to).with_context(|| format!("cannot write {}", to.display()))?;
     let mut buf = vec![0u8; CHUNK];
-    let mut read = 0u64;
+    let mut copied = 0u64;
     loop {
-        let n = f.read(&mut buf)?;
+        let n = src.read(&mut buf).with_context(|| format!("cannot read {}", from.display()))?;
         if n == 0 {
             break;
         }
-        read += n as u64;
+        dst.write_all(&buf[..n]).with_context(|| format!("cannot write {}", to.display()))?;
+        copied += n as u64;
+        if crate::interrupt::interrupted() {
+            return Err(crate::interrupt::Interrupted.into());
+        }
     }
-    let read_s = t.elapsed().as_secs_f64();
-    if read != size {
-        bail!("read back {read} bytes of the {size} written to {}", path.display());
+    dst.sync_all().with_context(|| format!("cannot fsync {}", to.display()))?;
+    let seconds = t.elapsed().as_secs_f64();
+    if copied != size {
+        bail!("copied {copied} bytes of the {size} in {}", from.display());
     }
-    let mbs = |s: f64| size as f64 / s / 1e6;
-    Ok(Run { write: Step { seconds: write, mbs: mbs(write) }, read: Step { seconds: read_s, mbs: mbs(read_s) } })
+    Ok(Step { seconds, mbs: size as f64 / seconds / 1e6 })
+}
+
+/// One run: the source copied onto `dir` (write) and that copy back to `back` (read);
+/// the file in `dir` stays for the caller.
+pub fn run_once(source: &Path, dir: &Path, back: &Path, size: u64) -> Result<Run> {
+    let onto = dir.join(FILE);
+    let write = timed_copy(source, &onto, size)?;
+    let read = timed_copy(&onto, back, size)?;
+    let _ = std::fs::remove_file(back);
+    Ok(Run { write, read })
 }
 
 /// The write and read times studies compare (lower is better), from the runs' summary.
@@ -142,11 +170,12 @@ pub fn metrics(runs: &[Run]) -> serde_json::Value {
     metrics
 }
 
-/// The workload: `size` bytes written and read back `runs` times.
+/// The workload: `size` bytes copied onto the storage under test and back, `runs` times.
 pub struct Fileio {
     size: u64,
     runs: u32,
     seed: u64,
+    from: PathBuf,
 }
 
 /// What the runs found, and their summary for the table `dbvs fileio` prints.
@@ -158,60 +187,61 @@ pub struct Outcome {
 }
 
 impl Fileio {
-    pub fn new(spec: &WorkloadSpec) -> Result<Self> {
+    pub fn new(spec: &WorkloadSpec, options: &Options) -> Result<Self> {
         let size = match &spec.size {
             Some(s) => crate::sys::units::parse_bytes(s).map_err(anyhow::Error::msg)?,
             None => default_size(),
         };
-        Ok(Self { size, runs: spec.repeat_or(5)?, seed: spec.seed })
+        let from = options.from.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_FROM));
+        Ok(Self { size, runs: spec.repeat_or(5)?, seed: spec.seed, from })
     }
 
     pub fn size(&self) -> u64 {
         self.size
     }
 
+    pub fn from(&self) -> &Path {
+        &self.from
+    }
+
     /// The runs in `dir`, stopping at the first failure; with `keep` the last file stays.
     pub fn measure(&self, dir: &Path, keep: bool) -> Result<Outcome> {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create {}; choose a writable directory", dir.display()))?;
-        let free = free_bytes(dir).unwrap_or(u64::MAX);
-        if free < self.size + (64 << 20) {
-            bail!(
-                "{} has {} MB free but the test writes {} MB; choose a smaller size or another directory",
-                dir.display(),
-                free >> 20,
-                self.size >> 20
-            );
+        ensure_room(dir, self.size, "a smaller size or another directory")?;
+        // The source and the copy back: twice the size on the plain storage.
+        ensure_room(&self.from, 2 * self.size, "a smaller size or another --from directory")?;
+        let name = |what: &str| self.from.join(format!("dbvs-fileio-{}.{what}", std::process::id()));
+        let (source, back) = (name("source"), name("back"));
+        let mut lease = crate::sys::lease::Lease::new(&format!("fileio copies in {}", self.from.display()))?;
+        for path in [&source, &back] {
+            lease.push(crate::sys::lease::Step::RemoveFile { path: path.clone() })?;
         }
         let mut runs = Vec::new();
-        let mut status = RunStatus::Completed;
-        for i in 0..self.runs {
-            match run_once(dir, self.size, self.seed ^ u64::from(i)) {
-                Ok(r) => {
-                    eprintln!(
-                        "run {}: write {:.2} s ({:.0} MB/s), read {:.2} s ({:.0} MB/s)",
-                        i + 1,
-                        r.write.seconds,
-                        r.write.mbs,
-                        r.read.seconds,
-                        r.read.mbs
-                    );
-                    runs.push(r);
-                }
-                Err(e) => {
-                    status = match e.is::<crate::interrupt::Interrupted>() {
-                        true => RunStatus::Interrupted,
-                        false => RunStatus::Failed(format!("{e:#}")),
-                    };
-                    break;
-                }
-            }
-        }
+        let outcome = write_source(&source, self.size, self.seed).and_then(|()| {
+            (0..self.runs).try_for_each(|i| {
+                let r = run_once(&source, dir, &back, self.size)?;
+                eprintln!(
+                    "run {}: copy onto {:.2} s ({:.0} MB/s), copy back {:.2} s ({:.0} MB/s)",
+                    i + 1,
+                    r.write.seconds,
+                    r.write.mbs,
+                    r.read.seconds,
+                    r.read.mbs
+                );
+                runs.push(r);
+                Ok(())
+            })
+        });
+        drop(lease);
+        let status = match outcome {
+            Ok(()) => RunStatus::Completed,
+            Err(e) if e.is::<crate::interrupt::Interrupted>() => RunStatus::Interrupted,
+            Err(e) => RunStatus::Failed(format!("{e:#}")),
+        };
         if !keep || status != RunStatus::Completed {
             let _ = std::fs::remove_file(dir.join(FILE));
         }
         let summary = (!runs.is_empty()).then(|| summarize(&runs));
-        let params = serde_json::json!({ "dir": dir, "size_bytes": self.size, "runs": runs.len() });
+        let params = serde_json::json!({ "dir": dir, "from": self.from, "size_bytes": self.size, "runs": runs.len() });
         let measures = measures(summary.as_ref());
         let headline = measures[0].clone();
         let run = StandaloneRun { status, params, headline, measures, metrics: metrics(&runs) };
@@ -232,6 +262,22 @@ impl Standalone for Fileio {
         let dir = dir.context("fileio needs the directory to test (dbvs fileio --dir DIR)")?;
         Ok(self.measure(dir, keep)?.run)
     }
+}
+
+/// Refuses a test whose files would not fit in `dir`'s free space (with room to spare).
+fn ensure_room(dir: &Path, bytes: u64, instead: &str) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create {}; choose a writable directory", dir.display()))?;
+    let free = free_bytes(dir).unwrap_or(u64::MAX);
+    if free < bytes + (64 << 20) {
+        bail!(
+            "{} has {} MB free but the test writes {} MB there; choose {instead}",
+            dir.display(),
+            free >> 20,
+            bytes >> 20
+        );
+    }
+    Ok(())
 }
 
 /// Space available to us on the file system holding `dir`.

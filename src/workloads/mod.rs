@@ -134,7 +134,7 @@ pub enum Options {
     Oltp(oltp::Options),
     Batch(NoOptions),
     Bignw(bignw::Options),
-    Fileio(NoOptions),
+    Fileio(fileio::Options),
     Cipher(cipher::Options),
     Command(command::Options),
 }
@@ -232,7 +232,7 @@ impl WorkloadSpec {
             Options::Oltp(o) => Kind::Driven(Box::new(oltp::Oltp::new(self, o)?)),
             Options::Batch(_) => Kind::Driven(Box::new(batch::Batch::new(self)?)),
             Options::Bignw(o) => Kind::Driven(Box::new(bignw::Bignw::new(self, o)?)),
-            Options::Fileio(_) => Kind::Standalone(Box::new(fileio::Fileio::new(self)?)),
+            Options::Fileio(o) => Kind::Standalone(Box::new(fileio::Fileio::new(self, o)?)),
             Options::Cipher(o) => Kind::Standalone(Box::new(cipher::Aes::new(self, o)?)),
             Options::Command(o) => Kind::Driven(Box::new(command::Command::new(self, o)?)),
         })
