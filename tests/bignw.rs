@@ -90,10 +90,22 @@ fn bignw_touches_the_same_rows_on_postgres_and_mariadb_as_on_sqlite() {
         assert_checks_pass(&r);
         assert_eq!(rows(&r), rows(&sqlite), "{engine}");
         assert_eq!(r["metrics"]["benchmarks"]["b1"]["iterations"], 2);
-        // The dump sits beside the data directory only while its unit runs.
+        // The physical backup sits beside the data directory only while its unit runs.
         assert!(r["metrics"]["benchmarks"]["b10"]["backup_bytes"].as_u64().unwrap() > 100_000);
         let leftovers: Vec<_> = files_in(dir.path()).into_iter().filter(|f| f.starts_with("dbvs-backup")).collect();
         assert!(leftovers.is_empty(), "{leftovers:?}");
+
+        // The seed's clearing between executions: the server restarted before every
+        // iteration, outside the timed part.
+        args.extend(["--benchmark", "1,10", "--cold-iterations"]);
+        let cold = run(engine, &args, &dir.path().join(format!("{data}-cold.json")));
+        assert_eq!(cold["status"], "completed", "{engine}: {}", cold["cause"]);
+        assert_eq!(cold["params"]["cold_iterations"], true);
+        for b in ["b1", "b10"] {
+            let x = &cold["metrics"]["benchmarks"][b];
+            assert_eq!((x["cache_clears"].as_u64(), x["iterations"].as_u64()), (Some(2), Some(2)), "{engine} {b}: {x}");
+        }
+        assert!(r["metrics"]["benchmarks"]["b1"]["cache_clears"] == 0, "{}", r["metrics"]["benchmarks"]["b1"]);
     }
 }
 

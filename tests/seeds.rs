@@ -11,13 +11,20 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// Runs `dbvs study|capacity FILE --quick` into a scratch directory; returns the markdown
 /// report and what the command printed.
 fn quick(command: &str, file: &str, report: &str) -> (String, String) {
+    let (md, out, _) = quick_with_json(command, file, report);
+    (md, out)
+}
+
+/// [`quick`], with the JSON report beside the markdown one.
+fn quick_with_json(command: &str, file: &str, report: &str) -> (String, String, serde_json::Value) {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let dir = reachable_tempdir();
     let out = dir.path().join("out");
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("studies").join(file);
     let o = ok(&[command, file.to_str().unwrap(), "--quick", "--out", out.to_str().unwrap()]);
     let md = std::fs::read_to_string(out.join(report)).unwrap();
-    (md, stdout(&o))
+    let json = std::fs::read_to_string(out.join(report).with_extension("json")).unwrap();
+    (md, stdout(&o), serde_json::from_str(&json).unwrap())
 }
 
 fn has(md: &str, needles: &[&str]) {
@@ -59,10 +66,19 @@ fn seed_002_file_encryption_under_file_copies_tpcc_profiles_and_batch() {
 
 #[test]
 fn seed_003_two_encryptors_on_bignw_with_their_pair() {
-    let (md, _) = quick("study", "seed-003.toml", "report.md");
+    let (md, _, r) = quick_with_json("study", "seed-003.toml", "report.md");
     has(&md, &["## Variant against variant", "| gocryptfs | tde |"]);
     has(&md, &["bignw b1 index seek on order date", "bignw b10 full backup", "geometric mean of 3"]);
     has(&md, &["## Mean per variant, +-% at 95% confidence"]);
+    // The scan covers a physical backup (mariabackup's copy of the InnoDB files): readable
+    // without encryption, and as encrypted as the data under TDE, as the seed's was.
+    let canary = |v: &str| r["canary"].as_array().unwrap().iter().find(|c| c["variant"] == v).unwrap().clone();
+    let plain = canary("plain");
+    let leaks: Vec<&str> = plain["leaks"].as_array().unwrap().iter().map(|l| l[0].as_str().unwrap()).collect();
+    assert!(leaks.iter().any(|l| l.contains("dbvs-backup-kept-for-scan/") && l.ends_with(".ibd")), "{leaks:?}");
+    for v in ["tde", "gocryptfs"] {
+        assert_eq!((canary(v)["hits"].as_u64(), canary(v)["ok"].as_bool()), (Some(0), Some(true)), "{v}");
+    }
 }
 
 #[test]

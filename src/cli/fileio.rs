@@ -43,6 +43,7 @@ pub fn main(args: FileioArgs) -> Result<ExitCode> {
         repeat: Some(args.runs),
         seed: args.seed,
         cold: true,
+        keep_backup: false,
     };
     let json_out = args.json.as_deref().map(create_output).transpose()?;
     let fileio = Fileio::new(&spec, &fileio::Options { from: args.from })?;

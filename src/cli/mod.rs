@@ -175,6 +175,7 @@ impl DbArgs {
                 repeat: self.repeat,
                 seed: self.seed,
                 cold,
+                keep_backup: false,
             },
             key_file: self.key_file.clone(),
             key_kind: self.key_kind,

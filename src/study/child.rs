@@ -222,6 +222,7 @@ impl RunCommand {
         let mut all = Vec::new();
         for (_, p) in sides {
             let mut db = db_spec(ctx, p, w)?;
+            db.workload.keep_backup = keep_for_scan;
             if !p.cgroups.is_empty() {
                 db.limits = Some(Limits { groups: p.cgroups.clone(), applies_to: scope });
                 if scope == LimitScope::Process {
@@ -405,6 +406,7 @@ pub fn scan_canary(variant: &str, p: &Prepared, work: &Path) -> Result<CanaryRes
     let found = canary::scan(&p.backing, crate::workloads::CANARY.as_bytes())?;
     let _ = std::fs::remove_file(p.data_dir.join(SCAN_COPY));
     let _ = std::fs::remove_dir_all(p.data_dir.join(STANDALONE_DIR));
+    crate::targets::backup::remove(&p.data_dir.join(crate::targets::backup::KEPT_FOR_SCAN));
     Ok(CanaryResult {
         variant: variant.into(),
         scanned: p.backing.iter().map(|b| in_work(b)).collect(),

@@ -186,6 +186,7 @@ impl WorkloadConfig {
             repeat: self.repeat,
             seed,
             cold: self.cold,
+            keep_backup: false,
         }
     }
 

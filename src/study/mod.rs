@@ -139,6 +139,7 @@ fn run_blocks(
     let per_workload: Vec<Vec<measures::Measure>> =
         workloads.iter().map(|w| measures::of(w, study.seed, setting(study, w))).collect::<Result<_>>()?;
     let suites = measures::suites(&workloads, study.seed)?;
+    let takes_backups = workloads.iter().any(|w| w.kind().is_ok_and(|k| k.takes_backups()));
     let (mut rows, first) = resume::preload(&mut active, &per_workload.concat(), stored);
     let all_measures: Vec<measures::Measure> =
         per_workload.concat().into_iter().chain(suites.iter().map(|s| s.measure.clone())).collect();
@@ -171,8 +172,11 @@ fn run_blocks(
             let w = &workloads[wi];
             // The canary scan follows the variant's first run of a workload that leaves
             // data at rest (the cipher benchmark works in memory).
-            let leaves_data = w.kind().is_ok_and(|k| k.leaves_data());
-            let scan = block == first && leaves_data && !canaries.iter().any(|c| c.variant == a.cfg.name);
+            let kind = w.kind().ok();
+            let leaves_data = kind.as_ref().is_some_and(|k| k.leaves_data());
+            // Where a workload takes backups, the scan follows its run, and covers a backup too.
+            let in_turn = !takes_backups || kind.is_some_and(|k| k.takes_backups());
+            let scan = block == first && leaves_data && in_turn && !canaries.iter().any(|c| c.variant == a.cfg.name);
             let result = match shared.remove(&(wi, i)) {
                 Some(result) => result,
                 None => child::run(&ctx, &a.cfg, &a.prepared, w, &format!("block{:02}", block + 1), scan),

@@ -1,5 +1,10 @@
-//! Native online backups, as each engine's users take them: SQLite's `VACUUM INTO`,
-//! `pg_dump -Fc` and `mariadb-dump --single-transaction`.
+//! Native online backups, as each engine's users take them. Physical where dbvs manages the
+//! server (seed 003's benchmark 10 was SQL Server's page-level full backup, which a TDE
+//! database keeps encrypted): `mariabackup` of the run's database, `pg_basebackup` of the
+//! cluster, SQLite's `VACUUM INTO` (SQLCipher's copy is encrypted with the same key).
+//! Logical for a user's server, where dbvs may not read the data files:
+//! `pg_dump -Fc` and `mariadb-dump --single-transaction`. A backup is a file or a directory;
+//! [`size`] and [`remove`] take either.
 //!
 //! Seed 003 backed up to a device on the instance's own storage, so a backup goes next to
 //! the database: beside the SQLite file, or beside a managed server's data directory. Both
@@ -87,6 +92,65 @@ pub fn mariadb_dump(place: &BackupPlace, info: &MyConnInfo, db: &str, dest: &Pat
     sync(dest)
 }
 
+/// `pg_basebackup` of the whole cluster into the new directory `dest`, as plain files with
+/// the WAL it needs. PostgreSQL has no physical backup of one database.
+pub fn pg_basebackup(place: &BackupPlace, info: &PgConnInfo, dest: &Path) -> Result<()> {
+    let mut cmd = Command::new(place.tool("pg_basebackup", "postgresql-client")?);
+    cmd.args(["-Fp", "-X", "fetch", "-c", "fast", "--no-password", "-h", &info.host, "-p", &info.port.to_string()])
+        .args(["-U", &info.user, "-D"])
+        .arg(dest);
+    if let Some(p) = &info.password {
+        cmd.env("PGPASSWORD", p);
+    }
+    run(cmd, "pg_basebackup").inspect_err(|_| remove(dest))?;
+    sync_tree(dest)
+}
+
+/// `mariabackup` of database `db` of the server on `socket` into the new directory `dest`:
+/// its InnoDB pages as they are on disk (encrypted ones stay encrypted), the system
+/// tablespace and the redo log written meanwhile. `server` holds the server's own options
+/// (data directory, encryption plugin and key file), which mariabackup reads to open the
+/// files; they go in an option file, as the server's would.
+pub fn mariabackup(server: &[(String, String)], socket: &Path, db: &str, dest: &Path) -> Result<()> {
+    let tool = crate::sys::require("mariabackup", "mariadb-backup")?;
+    let options = tempfile::Builder::new().prefix("dbvs-mariabackup-").tempfile()?;
+    writeln!(options.as_file(), "[mysqld]")?;
+    for (k, v) in server {
+        writeln!(options.as_file(), "{k}={v}")?;
+    }
+    let mut cmd = Command::new(tool);
+    cmd.arg(format!("--defaults-file={}", options.path().display()))
+        .args(["--backup", "--user=root"])
+        .arg(format!("--socket={}", socket.display()))
+        .arg(format!("--databases={db}"))
+        .arg(format!("--target-dir={}", dest.display()));
+    run(cmd, "mariabackup").inspect_err(|_| remove(dest))?;
+    sync_tree(dest)
+}
+
+/// The bytes a backup (a file, or a directory of them) takes.
+pub fn size(path: &Path) -> u64 {
+    match std::fs::read_dir(path) {
+        Ok(entries) => entries.flatten().map(|e| size(&e.path())).sum(),
+        Err(_) => std::fs::symlink_metadata(path).map_or(0, |m| m.len()),
+    }
+}
+
+/// The name a backup kept for a study's plaintext scan takes, beside the database.
+pub const KEPT_FOR_SCAN: &str = "dbvs-backup-kept-for-scan";
+
+/// Keeps `backup` for the scan, in place of the one kept before.
+pub fn keep_for_scan(backup: &Path) -> Result<()> {
+    let kept = backup.with_file_name(KEPT_FOR_SCAN);
+    remove(&kept);
+    std::fs::rename(backup, &kept).with_context(|| format!("cannot keep {} for the plaintext scan", backup.display()))
+}
+
+/// Removes a backup, file or directory.
+pub fn remove(path: &Path) {
+    let _ = std::fs::remove_dir_all(path).or_else(|_| std::fs::remove_file(path));
+}
+
 fn run(mut cmd: Command, what: &str) -> Result<()> {
     let out = cmd.stdin(Stdio::null()).stderr(Stdio::piped()).spawn()?.wait_with_output()?;
     if !out.status.success() {
@@ -98,6 +162,16 @@ fn run(mut cmd: Command, what: &str) -> Result<()> {
 /// A backup is taken when it is on stable storage.
 fn sync(dest: &Path) -> Result<()> {
     std::fs::File::open(dest).and_then(|f| f.sync_all()).with_context(|| format!("cannot sync {}", dest.display()))
+}
+
+/// [`sync`] for a directory's every file and the directories themselves.
+fn sync_tree(dir: &Path) -> Result<()> {
+    if std::fs::symlink_metadata(dir)?.is_dir() {
+        for entry in std::fs::read_dir(dir)? {
+            sync_tree(&entry?.path())?;
+        }
+    }
+    sync(dir)
 }
 
 #[cfg(test)]

@@ -270,6 +270,17 @@ impl ManagedMaria {
         &self.data
     }
 
+    /// A physical backup of database `db` of the data directory being served, into the new
+    /// directory `dest` ([`super::backup::mariabackup`]), read with the server's own options.
+    pub fn backup(&self, db: &str, dest: &Path) -> Result<()> {
+        let data = self.serving().context("the managed MariaDB is not running")?;
+        let path = |p: &Path| p.display().to_string();
+        let mut options = vec![("datadir".to_string(), path(&data)), ("tmpdir".to_string(), path(&tmpdir(&data)))];
+        options.extend(self.redo_dir(&data).map(|r| ("innodb_log_group_home_dir".to_string(), path(&r))));
+        options.extend(self.settings.iter().cloned());
+        super::backup::mariabackup(&options, &socket(&data), db, dest)
+    }
+
     /// One of the server's status variables (`SHOW GLOBAL STATUS`), as text; empty when
     /// the server has no such variable.
     pub fn status(&self, name: &str) -> Result<String> {

@@ -196,7 +196,13 @@ impl MyTarget {
     }
 
     fn db(&self, name: String) -> MyDb {
-        MyDb { info: self.info.clone(), name, _server: self.server.clone(), backups: self.backups.clone() }
+        MyDb {
+            info: self.info.clone(),
+            name,
+            _server: self.server.clone(),
+            backups: self.backups.clone(),
+            managed: self.managed.clone(),
+        }
     }
 }
 
@@ -292,6 +298,8 @@ struct MyDb {
     name: String,
     _server: Keepalive,
     backups: BackupPlace,
+    /// A single server dbvs manages, whose files a physical backup may read.
+    managed: Option<std::sync::Arc<super::managed_maria::ManagedMaria>>,
 }
 
 impl Database for MyDb {
@@ -318,7 +326,10 @@ impl Database for MyDb {
     }
     fn backup(&self, name: &str) -> Result<std::path::PathBuf> {
         let dest = self.backups.file(name);
-        super::backup::mariadb_dump(&self.backups, &self.info, &self.name, &dest)?;
+        match &self.managed {
+            Some(server) => server.backup(&self.name, &dest)?,
+            None => super::backup::mariadb_dump(&self.backups, &self.info, &self.name, &dest)?,
+        }
         Ok(dest)
     }
 }

@@ -218,7 +218,10 @@ impl Database for PgDb {
     }
     fn backup(&self, name: &str) -> Result<std::path::PathBuf> {
         let dest = self.backups.file(name);
-        super::backup::pg_dump(&self.backups, &self.info, &self.name, &dest)?;
+        match &self._server {
+            Some(_) => super::backup::pg_basebackup(&self.backups, &self.info, &dest)?,
+            None => super::backup::pg_dump(&self.backups, &self.info, &self.name, &dest)?,
+        }
         Ok(dest)
     }
 }

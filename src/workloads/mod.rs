@@ -89,6 +89,11 @@ pub trait Workload: Send + Sync {
     /// The one figure listings, multi-instance totals and capacity searches use (OPM,
     /// TPS, NOPM, a suite's time).
     fn headline(&self, run: Option<&RunResult>) -> Measure;
+    /// Whether its runs take backups (bignw's benchmark 10), which a study's plaintext scan
+    /// then covers.
+    fn takes_backups(&self) -> bool {
+        false
+    }
     /// Whether independent instances can run side by side (throughput workloads).
     fn supports_instances(&self) -> bool {
         false
@@ -204,6 +209,10 @@ pub struct WorkloadSpec {
     /// Runs start from cold caches (the batch suite goes cold before every execution).
     #[serde(default)]
     pub cold: bool,
+    /// The run's last backup stays beside the database for a study's plaintext scan
+    /// ([`crate::targets::backup::KEPT_FOR_SCAN`]).
+    #[serde(default)]
+    pub keep_backup: bool,
 }
 
 impl WorkloadSpec {
@@ -294,6 +303,11 @@ impl Kind {
             Kind::Driven(_) => true,
             Kind::Standalone(s) => s.leaves_data(),
         }
+    }
+
+    /// Whether its runs take backups for the plaintext scan to cover.
+    pub fn takes_backups(&self) -> bool {
+        self.as_driven().is_some_and(|w| w.takes_backups())
     }
 
     pub fn as_driven(&self) -> Option<&dyn Workload> {

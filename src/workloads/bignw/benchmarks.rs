@@ -6,7 +6,7 @@
 use super::data::{customer_id, date, Sizes};
 use super::schema::{self, EMPLOYEE_SALES_BY_COUNTRY};
 use crate::targets::sql::{drain, exec};
-use crate::targets::Engine;
+use crate::targets::{backup, Engine};
 use crate::targets::{Connection, Database};
 use anyhow::{Context, Result};
 use std::time::{Duration, Instant};
@@ -68,6 +68,8 @@ pub struct UnitResult {
     pub untimed: Duration,
     /// Bytes of the last backup (benchmark 10).
     pub backup_bytes: Option<u64>,
+    /// Times the caches were emptied inside the unit (cold iterations).
+    pub cache_clears: u64,
 }
 
 /// The most iterations a unit of benchmark `b` can do: deletes need orders to remove.
@@ -78,32 +80,69 @@ pub fn max_iterations(b: usize, sizes: &Sizes) -> u64 {
     }
 }
 
-fn timed(iterations: u64, mut body: impl FnMut(u64) -> Result<u64>) -> Result<(Duration, u64)> {
-    let t = Instant::now();
-    let mut rows = 0;
-    for i in 0..iterations {
-        rows = body(i)?;
-    }
-    Ok((t.elapsed(), rows))
+/// The timed iterations of one unit. With `cold` the caches are emptied before each one
+/// (the seed cleared them between executions): the server restarted where dbvs manages it,
+/// the page cache dropped and the session opened again, all outside the timed part.
+struct Iterations<'a> {
+    db: &'a dyn Database,
+    cold: bool,
+    count: u64,
+    clears: std::cell::Cell<u64>,
 }
 
-/// Runs one unit of benchmark `b` (0-based) with `iterations` iterations.
-pub fn unit(conn: &mut Connection, db: &dyn Database, sizes: &Sizes, b: usize, iterations: u64) -> Result<UnitResult> {
+impl Iterations<'_> {
+    /// Times `count` runs of `body`; the rows of the last.
+    fn timed(
+        &self,
+        conn: &mut Connection,
+        mut body: impl FnMut(&mut Connection, u64) -> Result<u64>,
+    ) -> Result<(Duration, u64)> {
+        let mut took = Duration::ZERO;
+        let mut rows = 0;
+        for i in 0..self.count {
+            if self.cold {
+                self.db.go_cold()?;
+                *conn = self.db.connect()?;
+                self.clears.set(self.clears.get() + 1);
+            }
+            let t = Instant::now();
+            rows = body(conn, i)?;
+            took += t.elapsed();
+        }
+        Ok((took, rows))
+    }
+}
+
+/// How one unit runs: which benchmark (0-based), how many iterations, and whether the caches
+/// are emptied before every iteration.
+#[derive(Clone, Copy)]
+pub struct UnitPlan {
+    pub benchmark: usize,
+    pub iterations: u64,
+    pub cold_iterations: bool,
+    /// Keep the unit's last backup for the plaintext scan.
+    pub keep_backup: bool,
+}
+
+/// Runs one unit as `plan` says.
+pub fn unit(conn: &mut Connection, db: &dyn Database, sizes: &Sizes, plan: UnitPlan) -> Result<UnitResult> {
+    let UnitPlan { benchmark: b, iterations, cold_iterations, keep_backup } = plan;
+    let it = Iterations { db, cold: cold_iterations, count: iterations, clears: Default::default() };
     let mut backup_bytes = None;
     let start = Instant::now();
     let (took, rows) = match b {
-        0 => timed(iterations, |_| drain(conn, SEEK))?,
-        1 => timed(iterations, |_| drain(conn, SCAN))?,
-        2 => timed(iterations, |_| drain(conn, JOIN))?,
-        3 => timed(iterations, |_| drain(conn, INVOICES))?,
-        4 => timed(iterations, |_| {
+        0 => it.timed(conn, |c, _| drain(c, SEEK))?,
+        1 => it.timed(conn, |c, _| drain(c, SCAN))?,
+        2 => it.timed(conn, |c, _| drain(c, JOIN))?,
+        3 => it.timed(conn, |c, _| drain(c, INVOICES))?,
+        4 => it.timed(conn, |conn, _| {
             exec(conn, &format!("CREATE TEMPORARY TABLE sales_by_country AS {EMPLOYEE_SALES_BY_COUNTRY}"))?;
             exec(conn, "DROP TABLE sales_by_country")?;
             Ok(0)
         })?,
         5 => {
             let create = format!("CREATE TEMPORARY TABLE orders_copy ({})", temp_columns());
-            timed(iterations, |_| {
+            it.timed(conn, |conn, _| {
                 exec(conn, &create)?;
                 let n = exec(conn, "INSERT INTO orders_copy SELECT * FROM orders")?;
                 exec(conn, "DROP TABLE orders_copy")?;
@@ -111,35 +150,40 @@ pub fn unit(conn: &mut Connection, db: &dyn Database, sizes: &Sizes, b: usize, i
             })?
         }
         6 => {
-            let r = timed(iterations, |i| new_orders(conn, sizes, i))?;
+            let r = it.timed(conn, |c, i| new_orders(c, sizes, i))?;
             let last = sizes.orders;
             exec(conn, &format!("DELETE FROM order_details WHERE order_id > {last}"))?;
             exec(conn, &format!("DELETE FROM orders WHERE order_id > {last}"))?;
             r
         }
         7 => {
-            let r = timed(iterations, |_| exec(conn, FLIP_FREIGHT))?;
+            let r = it.timed(conn, |c, _| exec(c, FLIP_FREIGHT))?;
             if iterations % 2 == 1 {
                 exec(conn, FLIP_FREIGHT)?;
             }
             r
         }
-        8 => delete_orders(conn, sizes, iterations)?,
+        8 => delete_orders(conn, sizes, &it)?,
         9 => {
             let mut files = Vec::new();
-            let r = timed(iterations, |i| {
+            let r = it.timed(conn, |_, i| {
                 files.push(db.backup(&format!("b10-{i}"))?);
                 Ok(0)
             });
-            backup_bytes = files.last().and_then(|f| std::fs::metadata(f).ok()).map(|m| m.len());
+            backup_bytes = files.last().map(|f| backup::size(f));
+            let kept = if keep_backup { files.pop() } else { None };
             for f in &files {
-                let _ = std::fs::remove_file(f);
+                backup::remove(f);
+            }
+            if let Some(last) = kept {
+                backup::keep_for_scan(&last)?;
             }
             r?
         }
         _ => anyhow::bail!("there is no benchmark {}", b + 1),
     };
-    Ok(UnitResult { took, rows, untimed: start.elapsed().saturating_sub(took), backup_bytes })
+    let cache_clears = it.clears.get();
+    Ok(UnitResult { took, rows, untimed: start.elapsed().saturating_sub(took), backup_bytes, cache_clears })
 }
 
 /// The orders table's columns without keys, for its temporary copy.
@@ -188,7 +232,8 @@ fn new_orders(conn: &mut Connection, sizes: &Sizes, i: u64) -> Result<u64> {
 
 /// Benchmark 9: each iteration deletes ten orders with their lines, in one transaction.
 /// The rows are saved before the unit and put back after it.
-fn delete_orders(conn: &mut Connection, sizes: &Sizes, iterations: u64) -> Result<(Duration, u64)> {
+fn delete_orders(conn: &mut Connection, sizes: &Sizes, it: &Iterations) -> Result<(Duration, u64)> {
+    let iterations = it.count;
     let first = first_deleted(sizes);
     let end = first + iterations as i64 * DELETED;
     let range = format!("order_id >= {first} AND order_id < {end}");
@@ -199,7 +244,7 @@ fn delete_orders(conn: &mut Connection, sizes: &Sizes, iterations: u64) -> Resul
     let (save_orders, save_lines) = (ddl("bignw_saved_orders"), ddl("bignw_saved_lines"));
     exec(conn, &format!("{save_orders}SELECT * FROM orders WHERE {range}"))?;
     exec(conn, &format!("{save_lines}SELECT * FROM order_details WHERE {range}"))?;
-    let result = timed(iterations, |i| {
+    let result = it.timed(conn, |conn, i| {
         let lo = first + i as i64 * DELETED;
         let these = format!("order_id >= {lo} AND order_id < {}", lo + DELETED);
         exec(conn, "BEGIN")?;

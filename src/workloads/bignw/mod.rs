@@ -24,7 +24,7 @@ use crate::driver::{FromStart, IntervalSample, Pacing, RunResult, UnitRecorder, 
 use crate::targets::sql as seam;
 use crate::targets::{BuildMeta, Connection, Database, Engine};
 use anyhow::{bail, Context, Result};
-use benchmarks::{UnitResult, ALL, KEYS};
+use benchmarks::{UnitPlan, UnitResult, ALL, KEYS};
 use data::Sizes;
 use indicatif::ProgressBar;
 use serde::Deserialize as _;
@@ -54,6 +54,10 @@ pub struct Options {
     #[arg(long)]
     #[serde(deserialize_with = "number_or_text")]
     pub unit_iterations: Option<String>,
+    /// bignw: empty the caches before every iteration inside a unit, untimed (the seed's
+    /// clearing between executions), rather than before every unit as --cold does.
+    #[arg(long)]
+    pub cold_iterations: bool,
 }
 
 /// `unit_iterations = 12` or `unit_iterations = "1=12,2=19"` in a study file.
@@ -72,7 +76,7 @@ fn number_or_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Strin
 
 impl Default for Options {
     fn default() -> Self {
-        Self { benchmarks: vec![], unit_time: Duration::from_secs(5), unit_iterations: None }
+        Self { benchmarks: vec![], unit_time: Duration::from_secs(5), unit_iterations: None, cold_iterations: false }
     }
 }
 
@@ -116,6 +120,7 @@ struct Times {
     rows: Option<u64>,
     rows_changed: bool,
     backup_bytes: Option<u64>,
+    cache_clears: u64,
 }
 
 pub struct Bignw {
@@ -124,6 +129,7 @@ pub struct Bignw {
     seed: u64,
     repeat: u32,
     cold: bool,
+    keep_backup: bool,
     /// The selected benchmarks, 0-based, in rotation order.
     selected: Vec<usize>,
     unit_time: Duration,
@@ -156,12 +162,17 @@ impl Bignw {
             seed: args.seed,
             repeat: args.repeat_or(5)?,
             cold: args.cold,
+            keep_backup: args.keep_backup,
             selected,
             unit_time: options.unit_time,
             fixed,
             options: options.clone(),
             times: Mutex::default(),
         })
+    }
+
+    fn plan(&self, benchmark: usize, iterations: u64) -> UnitPlan {
+        UnitPlan { benchmark, iterations, cold_iterations: self.options.cold_iterations, keep_backup: self.keep_backup }
     }
 
     fn times(&self) -> std::sync::MutexGuard<'_, [Times; 10]> {
@@ -184,7 +195,7 @@ impl Bignw {
             if crate::interrupt::interrupted() {
                 return Err(crate::interrupt::Interrupted.into());
             }
-            let t = benchmarks::unit(conn, db, &self.sizes, b, k)?.took.as_secs_f64().max(1e-6);
+            let t = benchmarks::unit(conn, db, &self.sizes, self.plan(b, k))?.took.as_secs_f64().max(1e-6);
             if t >= target / 10.0 || k >= cap {
                 let k = ((k as f64) * 1.2 * target / t).ceil() as u64;
                 return Ok(k.clamp(1, cap));
@@ -256,8 +267,8 @@ impl Worker for BignwWorker<'_> {
         let b = self.w.selected[self.next % self.w.selected.len()];
         self.next += 1;
         let k = self.iterations[b];
-        let UnitResult { took, rows, untimed, backup_bytes } =
-            benchmarks::unit(&mut self.conn, self.db, &self.w.sizes, b, k)?;
+        let UnitResult { took, rows, untimed, backup_bytes, cache_clears } =
+            benchmarks::unit(&mut self.conn, self.db, &self.w.sizes, self.w.plan(b, k))?;
         rec.op(b, took);
         rec.untimed(untimed);
         let mut times = self.w.times();
@@ -270,11 +281,13 @@ impl Worker for BignwWorker<'_> {
         t.rows_changed |= t.rows.is_some_and(|r| r != rows);
         t.rows = Some(rows);
         t.backup_bytes = backup_bytes.or(t.backup_bytes);
+        t.cache_clears += cache_clears;
         Ok(crate::driver::Outcome::Committed)
     }
 
     fn pause(&mut self) -> Result<Duration> {
-        if self.w.cold {
+        // Cold iterations empty the caches themselves, before each one.
+        if self.w.cold && !self.w.options.cold_iterations {
             self.db.go_cold()?;
             self.conn = self.db.connect()?;
         }
@@ -355,6 +368,10 @@ impl Workload for Bignw {
         Ok(checks)
     }
 
+    fn takes_backups(&self) -> bool {
+        self.selected.contains(&9)
+    }
+
     fn adjust_pacing(&self, p: &mut Pacing) {
         p.threads = 1;
         p.warmup = Duration::ZERO;
@@ -372,6 +389,7 @@ impl Workload for Bignw {
             "seed": self.seed,
             "repeat": self.repeat,
             "cold": self.cold,
+            "cold_iterations": self.options.cold_iterations,
             "unit_time_s": self.unit_time.as_secs_f64(),
             "benchmarks": self.selected.iter().map(|&b| ALL[b].key).collect::<Vec<_>>(),
         })
@@ -465,6 +483,8 @@ struct BenchmarkSummary {
     per_iteration_ms: f64,
     rows_per_iteration: Option<u64>,
     backup_bytes: Option<u64>,
+    /// Times the caches were emptied inside its units (cold iterations).
+    cache_clears: u64,
     unit_in_target: bool,
 }
 
@@ -493,6 +513,7 @@ impl Bignw {
                     per_iteration_ms: 1000.0 * mean / t.iterations.max(1) as f64,
                     rows_per_iteration: t.rows.filter(|_| ALL[b].counts_rows),
                     backup_bytes: t.backup_bytes,
+                    cache_clears: t.cache_clears,
                     unit_in_target: mean >= unit && mean <= 4.0 * unit,
                 }
             })
