@@ -84,6 +84,6 @@ fn seed_003_two_encryptors_on_bignw_with_their_pair() {
 #[test]
 fn seed_004_the_upgrade_ladder_as_a_capacity_search() {
     let (md, out) = quick("capacity", "seed-004.toml", "capacity.md");
-    has(&md, &["old: one core", "new: whole machine"]);
+    has(&md, &["old: one core", "new: whole machine", "search: 1 instance at a time, up to 4"]);
     assert!(out.contains("instances") && out.contains("per instance"), "{out}");
 }

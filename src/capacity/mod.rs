@@ -3,7 +3,8 @@
 //!
 //! Per configuration: run N instances side by side (each its own database and driver
 //! threads, started together), stepping N up 1, 2, 4, ... until one fails, then bisecting
-//! between the last pass and the first fail. Every verdict at an N is confirmed by repeating
+//! between the last pass and the first fail; or, with `search.step`, adding that many
+//! instances at a time as the seed added VM pairs, the last pass being the answer. Every verdict at an N is confirmed by repeating
 //! the probe (`confirmations`, a tie broken by one more); the search assumes more instances
 //! never make it easier, and reports every probe so a non-monotone curve shows.
 
@@ -78,11 +79,30 @@ impl SlaOf {
 #[serde(deny_unknown_fields)]
 pub struct Search {
     pub max_instances: u32,
+    /// Linear stepping: `step`, 2 x `step`, ... instances until one fails (seed 004 added
+    /// VM pairs); without it, doubling and then bisection.
+    #[serde(default)]
+    pub step: Option<u32>,
 }
 
 impl Default for Search {
     fn default() -> Self {
-        Self { max_instances: 64 }
+        Self { max_instances: 64, step: None }
+    }
+}
+
+impl Search {
+    /// How the search steps, in words.
+    pub fn describe(&self) -> String {
+        match self.step {
+            Some(k) => format!("{k} instance{} at a time", if k == 1 { "" } else { "s" }),
+            None => "doubling, then bisection".into(),
+        }
+    }
+
+    /// The most instances the search can try.
+    pub fn reach(&self) -> u32 {
+        self.step.map_or(self.max_instances, |k| self.max_instances / k * k)
     }
 }
 
@@ -139,6 +159,9 @@ impl CapacityFile {
         if !(1..=256).contains(&self.search.max_instances) {
             bail!("search.max_instances must be between 1 and 256");
         }
+        if self.search.step.is_some_and(|k| k == 0 || k > self.search.max_instances) {
+            bail!("search.step must be between 1 and search.max_instances");
+        }
         if self.configurations.is_empty() {
             bail!("a capacity search needs at least one [[configurations]] entry");
         }
@@ -184,6 +207,26 @@ pub struct Outcome {
     pub net_mbit_s_at_max: Option<(f64, f64)>,
     pub probes: Vec<Probe>,
     pub error: Option<String>,
+}
+
+/// The search `how` asks for: [`linear`] with a step, else [`search`].
+pub fn search_by(how: &Search, pass: impl FnMut(u32) -> Result<bool>) -> Result<Option<u32>> {
+    match how.step {
+        Some(step) => linear(step, how.max_instances, pass),
+        None => search(how.max_instances, pass),
+    }
+}
+
+/// Steps `step`, 2 x `step`, ... up to `max`: the last n with `pass(n)` before the first
+/// failure. `None` when the first step fails.
+pub fn linear(step: u32, max: u32, mut pass: impl FnMut(u32) -> Result<bool>) -> Result<Option<u32>> {
+    let mut last = None;
+    let mut n = step;
+    while n <= max && pass(n)? {
+        last = Some(n);
+        n += step;
+    }
+    Ok(last)
 }
 
 /// Steps 1, 2, 4, ... up to `max`, then bisects: the largest n with `pass(n)`, assuming
@@ -302,7 +345,7 @@ pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::Capaci
         let mut probes = Vec::new();
         let result = crate::study::prepare(&ctx, c, &work.path().join(format!("c{i}"))).and_then(|prepared| {
             let mut attempt = 0;
-            search(file.search.max_instances, |n| {
+            search_by(&file.search, |n| {
                 confirmed(file.sla.confirmations, || {
                     attempt += 1;
                     let w = WorkloadConfig { instances: n, ..file.workload.clone() };
@@ -340,12 +383,13 @@ pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::Capaci
         if crate::interrupt::interrupted() {
             return Err(crate::interrupt::Interrupted.into());
         }
-        outcomes.push(report::outcome(&c.name, result, probes, file.search.max_instances));
+        outcomes.push(report::outcome(&c.name, result, probes, file.search.reach()));
     }
     Ok(report::CapacityReport {
         name: file.name.clone(),
         headline,
         sla: file.sla.clone(),
+        search: format!("{}, up to {}", file.search.describe(), file.search.max_instances),
         outcomes,
         wall_s: started.elapsed().as_secs_f64(),
         file: text.to_string(),
@@ -375,6 +419,45 @@ mod tests {
         })
         .unwrap();
         assert_eq!(tried, [1, 2, 4, 8, 10]);
+    }
+
+    #[test]
+    fn a_bad_step_is_refused_with_its_range() {
+        let text = |step: u32| {
+            format!(
+                "name = \"c\"\n[workload]\nname = \"ds2\"\n[sla]\nmin_per_instance = 1\n\
+                 [search]\nmax_instances = 4\nstep = {step}\n[[configurations]]\nname = \"p\"\nkind = \"plain\"\n"
+            )
+        };
+        let check = |step| toml::from_str::<CapacityFile>(&text(step)).unwrap().check();
+        for step in [0, 5] {
+            assert!(check(step).unwrap_err().to_string().contains("search.step must be between 1"), "{step}");
+        }
+        assert!(check(2).is_ok());
+        let search = Search { max_instances: 10, step: Some(3) };
+        assert_eq!((search.reach(), search.describe().as_str()), (9, "3 instances at a time"));
+    }
+
+    #[test]
+    fn linear_stepping_adds_a_step_until_one_fails() {
+        let mut tried = vec![];
+        let got = linear(2, 16, |n| {
+            tried.push(n);
+            Ok(n <= 7)
+        })
+        .unwrap();
+        assert_eq!((got, tried), (Some(6), vec![2, 4, 6, 8]));
+        assert_eq!(linear(2, 16, |_| Ok(false)).unwrap(), None);
+        let mut tried = vec![];
+        assert_eq!(
+            linear(3, 10, |n| {
+                tried.push(n);
+                Ok(true)
+            })
+            .unwrap(),
+            Some(9)
+        );
+        assert_eq!(tried, [3, 6, 9]);
     }
 
     #[test]

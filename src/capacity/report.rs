@@ -16,6 +16,9 @@ pub struct CapacityReport {
     /// OPM, TPS or NOPM.
     pub headline: String,
     pub sla: Sla,
+    /// How the search stepped, in words.
+    #[serde(default)]
+    pub search: String,
     pub outcomes: Vec<Outcome>,
     pub wall_s: f64,
     pub file: String,
@@ -144,8 +147,13 @@ impl CapacityReport {
     }
 
     pub fn markdown(&self) -> String {
-        let mut o =
-            format!("# Capacity: {}\n\n- SLA: {}\n- search took {:.0} s\n", self.name, self.sla_line(), self.wall_s);
+        let mut o = format!(
+            "# Capacity: {}\n\n- SLA: {}\n- search: {}\n- search took {:.0} s\n",
+            self.name,
+            self.sla_line(),
+            self.search,
+            self.wall_s
+        );
         for t in [self.summary(), self.probes()] {
             markdown::table(&mut o, &t);
         }
@@ -157,9 +165,10 @@ impl CapacityReport {
         let mut o = html::page(&format!("dbvs capacity: {}", self.name));
         let _ = writeln!(
             o,
-            "<h1>Capacity: {}</h1>\n<p>SLA: {}. The search took {:.0} s.</p>",
+            "<h1>Capacity: {}</h1>\n<p>SLA: {}. Search: {}; it took {:.0} s.</p>",
             html::esc(&self.name),
             html::esc(&self.sla_line()),
+            html::esc(&self.search),
             self.wall_s
         );
         html::table(&mut o, &self.summary());
@@ -262,6 +271,7 @@ mod tests {
             name: "ladder".into(),
             headline: "OPM".into(),
             sla: Sla { min_per_instance: sla, of: Default::default(), max_p95_ms: Some(50.0), confirmations: 1 },
+            search: "doubling, then bisection, up to 16".into(),
             outcomes: vec![
                 outcome("small", Ok(Some(4)), probes, 16),
                 outcome("broken", Err(anyhow::anyhow!("gocryptfs not found")), vec![], 16),
