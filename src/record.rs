@@ -110,6 +110,10 @@ pub struct RunRecord {
     /// With `--instances N`: one row per instance (the figures above are their total).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instances: Option<Vec<InstanceRow>>,
+    /// The companion workload beside the instances, one row each (see
+    /// [`crate::run::Companion`]); not in the figures above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub companions: Option<Vec<InstanceRow>>,
     /// Seconds spent settling the fresh copy before the run: the engine's checkpoint, the
     /// write-back drained, and any idle time asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -162,6 +166,7 @@ impl RunRecord {
             telemetry: None,
             limits: None,
             instances: None,
+            companions: None,
             settle_s: None,
             clients: run.remote,
         }
@@ -204,6 +209,7 @@ impl RunRecord {
             telemetry: None,
             limits: None,
             instances: None,
+            companions: None,
             settle_s: None,
             clients: None,
         }

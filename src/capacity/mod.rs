@@ -33,6 +33,10 @@ pub struct CapacityFile {
     pub search: Search,
     /// The configurations to compare (variants: `plain`, `limits` for smaller machines...).
     pub configurations: Vec<VariantConfig>,
+    /// A second workload beside every instance (seed 004's mail VMs), on an embedded SQLite
+    /// database of its own, held to `sla.companion_max_p95_ms`.
+    #[serde(default)]
+    pub companion: Option<WorkloadConfig>,
     #[serde(default = "default_power")]
     pub power: String,
     /// The quick form's keys (`dbvs capacity --quick`, see `study::quick`).
@@ -51,6 +55,10 @@ pub struct Sla {
     pub of: SlaOf,
     /// Optional: every instance's p95 unit latency must stay under this.
     pub max_p95_ms: Option<f64>,
+    /// Optional: every companion's p95 unit latency must stay under this (seed 004's mail
+    /// VMs: 20 ms).
+    #[serde(default)]
+    pub companion_max_p95_ms: Option<f64>,
     /// Runs per probe; the verdict is their majority (a tie takes one more run).
     #[serde(default = "default_confirmations")]
     pub confirmations: u32,
@@ -153,6 +161,22 @@ impl CapacityFile {
         if self.sla.max_p95_ms.is_some_and(|p| p.is_nan() || p <= 0.0) {
             bail!("sla.max_p95_ms must be a positive number of milliseconds");
         }
+        match (&self.companion, self.sla.companion_max_p95_ms) {
+            (None, Some(_)) => bail!("sla.companion_max_p95_ms needs a [companion] workload"),
+            (_, Some(p)) if p.is_nan() || p <= 0.0 => {
+                bail!("sla.companion_max_p95_ms must be a positive number of milliseconds")
+            }
+            _ => {}
+        }
+        if let Some(c) = &self.companion {
+            if !throughput.contains(&c.name()) {
+                bail!("the companion must be a throughput workload ({}), not '{}'", throughput.join(", "), c.name());
+            }
+            if c.instances != 1 {
+                bail!("leave companion.instances out: every instance gets one companion");
+            }
+            c.kind()?;
+        }
         if self.sla.confirmations == 0 {
             bail!("sla.confirmations must be at least 1");
         }
@@ -190,6 +214,9 @@ pub struct Probe {
     /// Megabits per second received and sent over every interface (seed 004's network).
     #[serde(default)]
     pub net_mbit_s: Option<(f64, f64)>,
+    /// The worst companion's p95 unit latency, with a companion.
+    #[serde(default)]
+    pub companion_p95_max_ms: Option<f64>,
 }
 
 /// The search's result for one configuration.
@@ -288,6 +315,14 @@ pub fn judge(record: &RunRecord, sla: &Sla, n: u32) -> Probe {
         ),
         None => (vec![record.headline.value.unwrap_or(0.0)], record.unit_latency.p95_ms),
     };
+    let companions = record.companions.as_deref();
+    let companion_p95 = companions.map(|rows| rows.iter().map(|r| r.unit_p95_ms).fold(0.0, f64::max));
+    let companion_failed = companions.and_then(|rows| {
+        rows.iter().find(|r| r.status != RunStatus::Completed || !r.checks_ok).map(|r| match &r.status {
+            RunStatus::Failed(cause) => format!("companion {} failed: {cause}", r.instance),
+            _ => format!("companion {} did not complete, or failed a check", r.instance),
+        })
+    });
     let judged = match sla.of {
         SlaOf::Every => per.iter().copied().fold(f64::INFINITY, f64::min),
         SlaOf::Average => per.iter().sum::<f64>() / per.len().max(1) as f64,
@@ -301,6 +336,10 @@ pub fn judge(record: &RunRecord, sla: &Sla, n: u32) -> Probe {
         Some(format!("{who} reached {judged:.0} < {}", sla.min_per_instance))
     } else if sla.max_p95_ms.is_some_and(|m| p95 > m) {
         Some(format!("p95 {p95:.1} ms > {} ms", sla.max_p95_ms.unwrap_or(0.0)))
+    } else if companion_failed.is_some() {
+        companion_failed
+    } else if let Some((worst, max)) = companion_p95.zip(sla.companion_max_p95_ms).filter(|(w, m)| w > m) {
+        Some(format!("a companion's p95 {worst:.1} ms > {max} ms"))
     } else {
         None
     };
@@ -314,6 +353,7 @@ pub fn judge(record: &RunRecord, sla: &Sla, n: u32) -> Probe {
         p95_max_ms: p95,
         cpu_busy_pct: window.map(|w| w.cpu_busy_pct),
         net_mbit_s: window.map(crate::telemetry::Sample::net_total),
+        companion_p95_max_ms: companion_p95,
     }
 }
 
@@ -350,7 +390,11 @@ pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::Capaci
                     attempt += 1;
                     let w = WorkloadConfig { instances: n, ..file.workload.clone() };
                     let tag = format!("n{n:03}-try{attempt}");
-                    let probe = match crate::study::child::run(&ctx, c, &prepared, &w, &tag, false) {
+                    let run = match &file.companion {
+                        Some(beside) => crate::study::child::run_beside(&ctx, c, &prepared, &w, beside, &tag),
+                        None => crate::study::child::run(&ctx, c, &prepared, &w, &tag, false),
+                    };
+                    let probe = match run {
                         Ok(record) => judge(&record, &file.sla, n),
                         Err(e) if crate::interrupt::interrupted() => return Err(e),
                         Err(e) => Probe {
@@ -362,13 +406,15 @@ pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::Capaci
                             p95_max_ms: 0.0,
                             cpu_busy_pct: None,
                             net_mbit_s: None,
+                            companion_p95_max_ms: None,
                         },
                     };
                     eprintln!(
-                        "{}: {n} instances: {} ({:.0} total{})",
+                        "{}: {n} instances: {} ({:.0} total{}{})",
                         c.name,
                         if probe.passed { "pass" } else { "FAIL" },
                         probe.total,
+                        probe.companion_p95_max_ms.map_or(String::new(), |p| format!(", companions' p95 <= {p:.1} ms")),
                         probe.reason.as_ref().map_or(String::new(), |r| format!("; {r}"))
                     );
                     let passed = probe.passed;
@@ -434,6 +480,14 @@ mod tests {
             assert!(check(step).unwrap_err().to_string().contains("search.step must be between 1"), "{step}");
         }
         assert!(check(2).is_ok());
+        // A companion's latency SLA needs a companion, and a companion a throughput workload.
+        let with = |extra: &str| {
+            let text = text(1).replace("[search]", "companion_max_p95_ms = 20\n[search]") + extra;
+            toml::from_str::<CapacityFile>(&text).unwrap().check()
+        };
+        assert!(with("").unwrap_err().to_string().contains("needs a [companion] workload"));
+        assert!(with("[companion]\nname = \"batch\"\n").unwrap_err().to_string().contains("throughput workload"));
+        assert!(with("[companion]\nname = \"tpcb\"\nthreads = 2\n").is_ok());
         let search = Search { max_instances: 10, step: Some(3) };
         assert_eq!((search.reach(), search.describe().as_str()), (9, "3 instances at a time"));
     }
@@ -477,7 +531,13 @@ mod tests {
 
     #[test]
     fn judging_reads_every_instance() {
-        let sla = Sla { min_per_instance: 100.0, of: SlaOf::Every, max_p95_ms: Some(10.0), confirmations: 1 };
+        let sla = Sla {
+            min_per_instance: 100.0,
+            of: SlaOf::Every,
+            max_p95_ms: Some(10.0),
+            companion_max_p95_ms: Some(20.0),
+            confirmations: 1,
+        };
         let opm = |v: f64| crate::workloads::Measure::higher("OPM", "orders/min", Some(v));
         let row = |i: usize, v: f64, p95: f64| crate::record::InstanceRow {
             instance: i,
@@ -500,6 +560,18 @@ mod tests {
         let p = judge(&rec, &sla, 2);
         assert!(!p.passed && p.reason.unwrap().contains("90"));
         assert_eq!(p.total, 240.0);
+        // Companions are held to their own latency, and their figures stay out of the total.
+        rec.instances = Some(vec![row(1, 150.0, 5.0), row(2, 110.0, 4.0)]);
+        rec.companions = Some(vec![row(1, 40.0, 12.0), row(2, 40.0, 25.0)]);
+        let p = judge(&rec, &sla, 2);
+        assert_eq!((p.total, p.companion_p95_max_ms), (260.0, Some(25.0)));
+        assert!(p.reason.unwrap().contains("a companion's p95 25.0 ms > 20 ms"));
+        rec.companions = Some(vec![row(1, 40.0, 12.0)]);
+        assert!(judge(&rec, &sla, 2).passed);
+        rec.companions.as_mut().unwrap()[0].status = RunStatus::Failed("disk full".into());
+        assert!(judge(&rec, &sla, 2).reason.unwrap().contains("companion 1 failed: disk full"));
+        rec.companions = None;
+        rec.instances = Some(vec![row(1, 150.0, 5.0), row(2, 90.0, 4.0)]);
         // On the average instead: 120 per instance passes.
         let average = Sla { of: SlaOf::Average, ..sla.clone() };
         assert!(judge(&rec, &average, 2).passed);

@@ -60,11 +60,12 @@ fn net(x: Option<(f64, f64)>) -> String {
 impl CapacityReport {
     fn sla_line(&self) -> String {
         format!(
-            "{} >= {} {}{}; each verdict confirmed over {} runs",
+            "{} >= {} {}{}{}; each verdict confirmed over {} runs",
             self.sla.of.describe(),
             self.sla.min_per_instance,
             self.headline,
             self.sla.max_p95_ms.map_or(String::new(), |p| format!(", p95 <= {p} ms")),
+            self.sla.companion_max_p95_ms.map_or(String::new(), |p| format!(", every companion's p95 <= {p} ms")),
             self.sla.confirmations,
         )
     }
@@ -123,6 +124,7 @@ impl CapacityReport {
                     format!("{:.0}", p.total),
                     per.join(", "),
                     format!("{:.1}", p.p95_max_ms),
+                    p.companion_p95_max_ms.map_or("-".into(), |v| format!("{v:.1}")),
                     p.cpu_busy_pct.map_or("-".into(), |v| format!("{v:.1}")),
                     net(p.net_mbit_s),
                 ]
@@ -137,6 +139,7 @@ impl CapacityReport {
                 "total",
                 "per instance",
                 "p95 ms",
+                "companion p95 ms",
                 "CPU %",
                 "Mbit/s in / out",
             ]
@@ -260,6 +263,7 @@ mod tests {
             p95_max_ms: 5.0,
             cpu_busy_pct: Some(40.0 * instances as f64),
             net_mbit_s: Some((2.0 * instances as f64, 1.5 * instances as f64)),
+            companion_p95_max_ms: None,
         }
     }
 
@@ -270,7 +274,13 @@ mod tests {
         CapacityReport {
             name: "ladder".into(),
             headline: "OPM".into(),
-            sla: Sla { min_per_instance: sla, of: Default::default(), max_p95_ms: Some(50.0), confirmations: 1 },
+            sla: Sla {
+                min_per_instance: sla,
+                of: Default::default(),
+                max_p95_ms: Some(50.0),
+                companion_max_p95_ms: None,
+                confirmations: 1,
+            },
             search: "doubling, then bisection, up to 16".into(),
             outcomes: vec![
                 outcome("small", Ok(Some(4)), probes, 16),

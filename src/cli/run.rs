@@ -153,6 +153,7 @@ impl RunArgs {
                 dbvs: self.client_dbvs,
                 ssh_config: self.ssh_config,
             }),
+            companion: None,
         })
     }
 }

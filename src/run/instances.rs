@@ -15,19 +15,7 @@ pub fn combine(mut records: Vec<RunRecord>) -> RunRecord {
         return records.pop().expect("one record");
     }
     let values: Vec<f64> = records.iter().map(|r| r.headline.value.unwrap_or(0.0)).collect();
-    let rows: Vec<InstanceRow> = records
-        .iter()
-        .enumerate()
-        .map(|(i, r)| InstanceRow {
-            instance: i + 1,
-            status: r.status.clone(),
-            headline: r.headline.clone(),
-            measures: r.measures.clone(),
-            unit_p95_ms: r.unit_latency.p95_ms,
-            checks_ok: r.checks.iter().all(|c| c.ok),
-            metrics: r.metrics.clone(),
-        })
-        .collect();
+    let rows: Vec<InstanceRow> = records.iter().enumerate().map(|(i, r)| row(i + 1, r)).collect();
     let n = values.len() as f64;
     let total: f64 = values.iter().sum();
     let status = records
@@ -68,6 +56,19 @@ pub fn combine(mut records: Vec<RunRecord>) -> RunRecord {
     first.elapsed_s = elapsed;
     first.instances = Some(rows);
     first
+}
+
+/// Instance `instance`'s row: its status, figures, unit p95, checks and metrics.
+pub fn row(instance: usize, r: &RunRecord) -> InstanceRow {
+    InstanceRow {
+        instance,
+        status: r.status.clone(),
+        headline: r.headline.clone(),
+        measures: r.measures.clone(),
+        unit_p95_ms: r.unit_latency.p95_ms,
+        checks_ok: r.checks.iter().all(|c| c.ok),
+        metrics: r.metrics.clone(),
+    }
 }
 
 /// Each measure over the instances: rates (higher is better) add up, costs per unit are

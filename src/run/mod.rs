@@ -3,6 +3,7 @@
 
 pub mod board;
 mod build;
+mod companion;
 mod instances;
 mod interleave;
 mod live;
@@ -13,7 +14,7 @@ pub mod start;
 mod summary;
 
 pub use build::{build, ensure_built};
-pub use spec::{DbSpec, LimitScope, Limits, LiveFile, PacingSpec, RunSpec, Side, TelemetrySpec};
+pub use spec::{Companion, DbSpec, LimitScope, Limits, LiveFile, PacingSpec, RunSpec, Side, TelemetrySpec};
 
 use crate::driver::{self, Event, Pacing, RunStatus};
 use crate::host::Env;
@@ -139,6 +140,8 @@ struct SetUp {
     memory_limited: bool,
     /// The client hosts that run the workers, when they are remote.
     fleet: Option<crate::remote::Fleet>,
+    /// A companion workload beside the instances.
+    companions: Option<companion::Companions>,
 }
 
 impl SetUp {
@@ -170,17 +173,25 @@ impl SetUp {
                 Some(c) => Some(crate::remote::Fleet::connect(c, &spec.db.workload, instances[0].1.as_ref())?),
                 None => None,
             };
+            let companions = companion::Companions::set_up(spec)?;
             let settle_s = settle(&instances, spec.idle)?;
             if spec.cold {
                 crate::sys::drop_caches()?;
             }
-            Ok((meta, env, instances, settle_s, fleet))
+            Ok((meta, env, instances, settle_s, fleet, companions))
         })();
         match ready {
             Ok(_) if crate::interrupt::interrupted() => Err(crate::interrupt::Interrupted.into()),
-            Ok((meta, env, instances, settle_s, fleet)) => {
-                Ok(Self { target, meta, env, instances, settle_s, memory_limited: spec.memory.is_some(), fleet })
-            }
+            Ok((meta, env, instances, settle_s, fleet, companions)) => Ok(Self {
+                target,
+                meta,
+                env,
+                instances,
+                settle_s,
+                memory_limited: spec.memory.is_some(),
+                fleet,
+                companions,
+            }),
             // What the engine said (a managed server's log) explains a set-up that failed.
             Err(e) => match target.diagnostics().filter(|_| !e.is::<crate::interrupt::Interrupted>()) {
                 Some(log) => Err(anyhow::anyhow!("{e:#} ({log})")),
@@ -207,14 +218,29 @@ impl SetUp {
         let sampler = self.sampler(spec)?;
         // The instances start together, or `stagger` apart (seed 000's clients, 15 s); the
         // first drives the progress bar.
-        let start = std::sync::Barrier::new(self.instances.len());
+        let companions = self.companions.as_ref();
+        let start = std::sync::Barrier::new(self.instances.len() + companions.map_or(0, |c| c.instances.len()));
         let stagger = spec.pacing.stagger;
         let meta = &self.meta;
         let server = self.target.watch().server_pid_file;
         let live = live::Live::of(spec)?;
         let live = &live;
         let remote = self.fleet.as_ref();
-        let results: Vec<driver::RunResult> = std::thread::scope(|s| {
+        let (results, companion_results) = std::thread::scope(|s| {
+            // Companion i starts with instance i, staggered alike.
+            let beside: Vec<_> = companions
+                .iter()
+                .flat_map(|c| c.instances.iter().map(move |instance| (c, instance)))
+                .enumerate()
+                .map(|(i, (c, (w, copy)))| {
+                    let (sampler, start) = (&sampler, &start);
+                    s.spawn(move || {
+                        start.wait();
+                        crate::interrupt::sleep(stagger * i as u32);
+                        measure(w.as_ref(), copy.as_ref(), &c.meta, &c.pacing, sampler, None, Placement::default())
+                    })
+                })
+                .collect();
             let handles: Vec<_> = self
                 .instances
                 .iter()
@@ -241,11 +267,16 @@ impl SetUp {
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+            let join = |h: std::thread::ScopedJoinHandle<'_, driver::RunResult>| {
+                h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+            };
+            let results: Vec<_> = handles.into_iter().map(join).collect();
+            (results, beside.into_iter().map(join).collect::<Vec<_>>())
         });
         bar.finish_and_clear();
         let (records, details) = self.records(results, &pacing, &started_at);
         let mut record = instances::combine(records);
+        record.companions = self.companions.as_ref().map(|c| c.rows(companion_results, &self.env, &started_at));
         // Work per watt only for throughputs (OPM/W, TPS/W); a suite time per watt means nothing.
         let headline = record.headline.clone();
         let total = headline.value.filter(|_| headline.higher_is_better);
@@ -288,14 +319,7 @@ impl SetUp {
             if let (RunStatus::Failed(cause), Some(d)) = (&mut result.status, self.target.diagnostics()) {
                 cause.push_str(&format!(" ({d})"));
             }
-            // A run whose database is gone (a dead server) is still recorded, with the reason.
-            let checks = w.check(copy.as_ref(), &self.meta, Some(&result.from_start)).unwrap_or_else(|e| {
-                vec![crate::workloads::Check {
-                    name: "post-run checks could run".into(),
-                    ok: false,
-                    detail: format!("{e:#}"),
-                }]
-            });
+            let checks = checks_after(w.as_ref(), copy.as_ref(), &self.meta, &result);
             let prefix = if many { format!("instance {i}: ") } else { String::new() };
             eprintln!("{prefix}{}", w.final_line(&result));
             if i == 1 {
@@ -313,6 +337,19 @@ impl SetUp {
         }
         (records, details)
     }
+}
+
+/// The workload's checks after a run. A run whose database is gone (a dead server) is
+/// still recorded, with the reason as a failed check.
+fn checks_after(
+    w: &dyn Workload,
+    copy: &dyn crate::targets::RunCopy,
+    meta: &crate::targets::BuildMeta,
+    result: &driver::RunResult,
+) -> Vec<crate::workloads::Check> {
+    w.check(copy, meta, Some(&result.from_start)).unwrap_or_else(|e| {
+        vec![crate::workloads::Check { name: "post-run checks could run".into(), ok: false, detail: format!("{e:#}") }]
+    })
 }
 
 /// Settles fresh copies before a run: each engine's own write-out (a checkpoint), then the

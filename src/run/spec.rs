@@ -212,6 +212,17 @@ impl Default for TelemetrySpec {
     }
 }
 
+/// A second workload beside every instance, on an embedded SQLite database of its own in
+/// the run's storage (seed 004's mail VMs beside its database VMs): it starts with the
+/// instances and measures in the same window, and each companion is recorded apart
+/// ([`crate::record::RunRecord::companions`]), so its latency can be held to an SLA of its own.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Companion {
+    pub db: DbSpec,
+    /// Its threads and think time; its warmup and window are the run's.
+    pub pacing: PacingSpec,
+}
+
 /// One run, whole.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunSpec {
@@ -254,6 +265,9 @@ pub struct RunSpec {
     /// on a server they reach.
     #[serde(default)]
     pub clients: Option<crate::remote::ClientsSpec>,
+    /// A companion workload beside every instance.
+    #[serde(default)]
+    pub companion: Option<Companion>,
 }
 
 /// Another variant in an interleaved run.
@@ -288,6 +302,7 @@ impl RunSpec {
             slice_seed: 0,
             turns: None,
             clients: None,
+            companion: None,
         }
     }
 
@@ -444,6 +459,7 @@ mod tests {
                 dbvs: "/opt/dbvs".into(),
                 ssh_config: None,
             }),
+            companion: None,
         }
     }
 

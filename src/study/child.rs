@@ -162,10 +162,51 @@ pub fn run(
     tag: &str,
     keep_for_scan: bool,
 ) -> Result<RunRecord> {
+    run_shaped(ctx, v, p, w, tag, keep_for_scan, |_| ())
+}
+
+/// [`run`] with `companion` beside every instance, on an embedded SQLite database of its
+/// own in the variant's storage (see [`crate::run::Companion`]).
+pub fn run_beside(
+    ctx: &Context,
+    v: &VariantConfig,
+    p: &Prepared,
+    w: &WorkloadConfig,
+    companion: &WorkloadConfig,
+    tag: &str,
+) -> Result<RunRecord> {
+    let db = DbSpec {
+        target: format!("sqlite:{}", p.data_dir.join(format!("companion-{}", db_file(companion)?)).display()),
+        workload: companion.args(ctx.study.seed),
+        key_file: None,
+        key_kind: Default::default(),
+        cipher_pragmas: vec![],
+        password_file: None,
+        data_dir: None,
+        log_dir: None,
+        server_settings: vec![],
+        listen: None,
+        limits: None,
+        inject_delay: Duration::ZERO,
+        fuse_daemons: vec![],
+    };
+    let companion = crate::run::Companion { db, pacing: pacing(companion) };
+    run_shaped(ctx, v, p, w, tag, false, |spec| spec.companion = Some(companion))
+}
+
+fn run_shaped(
+    ctx: &Context,
+    v: &VariantConfig,
+    p: &Prepared,
+    w: &WorkloadConfig,
+    tag: &str,
+    keep_for_scan: bool,
+    shape: impl FnOnce(&mut RunSpec),
+) -> Result<RunRecord> {
     p.ensure_in_force()?;
     let ooms = crate::sys::cgroup::oom_kills(&p.cgroups);
     let result = (|| {
-        let run = RunCommand::new(ctx, &[(v, p)], w, tag, keep_for_scan, |_| ())?;
+        let run = RunCommand::new(ctx, &[(v, p)], w, tag, keep_for_scan, shape)?;
         let status = wait(run.cmd, run.log)?;
         read_record(&run.json, &run.log_path, status)
     })();
@@ -333,23 +374,28 @@ pub fn run_interleaved(
         .collect()
 }
 
+/// How the driver paces `w`'s runs.
+fn pacing(w: &WorkloadConfig) -> PacingSpec {
+    PacingSpec {
+        threads: w.threads,
+        // A fixed amount of work per user (seed 002: 1000 requests each), or a timed window.
+        duration: w.iterations.is_none().then_some(w.duration),
+        warmup: w.iterations.is_none().then_some(w.warmup),
+        iterations: w.iterations,
+        think_time: w.think_time,
+        random_sleep: w.random_sleep,
+        ramp_rate: w.ramp_rate,
+        // About a dozen samples per run for the over-time chart, at least 1 s apart.
+        report_interval: (w.duration / 12).clamp(Duration::from_secs(1), Duration::from_secs(10)),
+        stagger: w.stagger,
+    }
+}
+
 /// A measured run of `db` with the study's pacing for `w`, its record written to `json`.
 fn run_spec(ctx: &Context, db: DbSpec, w: &WorkloadConfig, json: &Path) -> Result<RunSpec> {
     Ok(RunSpec {
         db,
-        pacing: PacingSpec {
-            threads: w.threads,
-            // A fixed amount of work per user (seed 002: 1000 requests each), or a timed window.
-            duration: w.iterations.is_none().then_some(w.duration),
-            warmup: w.iterations.is_none().then_some(w.warmup),
-            iterations: w.iterations,
-            think_time: w.think_time,
-            random_sleep: w.random_sleep,
-            ramp_rate: w.ramp_rate,
-            // About a dozen samples per run for the over-time chart, at least 1 s apart.
-            report_interval: (w.duration / 12).clamp(Duration::from_secs(1), Duration::from_secs(10)),
-            stagger: w.stagger,
-        },
+        pacing: pacing(w),
         instances: w.instances,
         cold: w.cold,
         idle: w.idle,
@@ -367,6 +413,7 @@ fn run_spec(ctx: &Context, db: DbSpec, w: &WorkloadConfig, json: &Path) -> Resul
         slice_seed: 0,
         turns: None,
         clients: ctx.study.clients.clone().filter(|_| !standalone(w)),
+        companion: None,
     })
 }
 

@@ -10,8 +10,10 @@ use toml::{Table, Value};
 pub fn fold(text: &str) -> Result<String> {
     let mut root: Table = toml::from_str(text)?;
     let mut found = fold_into(&mut root, "the study")?;
-    if let Some(Value::Table(w)) = root.get_mut("workload") {
-        found |= fold_into(w, "[workload]")?;
+    for single in ["workload", "companion"] {
+        if let Some(Value::Table(w)) = root.get_mut(single) {
+            found |= fold_into(w, &format!("[{single}]"))?;
+        }
     }
     if let Some(Value::Array(ws)) = root.get_mut("workloads") {
         for (i, w) in ws.iter_mut().enumerate() {
