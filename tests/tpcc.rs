@@ -131,10 +131,17 @@ fn batch_on_sqlite_times_each_statement_with_a_confidence_interval() {
     // Seed 002's indexes make the order-line amount range an index range scan, as the seed
     // states its plans were.
     let db = rusqlite::Connection::open(dir.path().join("c.db")).unwrap();
-    let q2 = r["params"]["statements"][1].as_str().unwrap();
-    let mut plan = db.prepare(&format!("EXPLAIN QUERY PLAN {q2}")).unwrap();
-    let steps: Vec<String> = plan.query_map([], |row| row.get(3)).unwrap().map(Result::unwrap).collect();
+    let plan = |q: usize| -> Vec<String> {
+        let sql = r["params"]["statements"][q].as_str().unwrap();
+        let mut plan = db.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        plan.query_map([], |row| row.get(3)).unwrap().map(Result::unwrap).collect()
+    };
+    let steps = plan(1);
     assert!(steps.iter().any(|s| s.contains("USING INDEX order_line_i2 (ol_amount>? AND ol_amount<?)")), "{steps:?}");
+    // Every column is selected, as the seed's were, so no index alone answers a query.
+    for q in 0..4 {
+        assert!(plan(q).iter().all(|s| !s.contains("COVERING INDEX")), "q{}: {:?}", q + 1, plan(q));
+    }
     // A TPC-C run refuses that database: TPC-C's writes would pay for the extra indexes.
     let o = dbvs(&["run", "--target", &t, "--workload", "tpcc", "--duration", "1s"]);
     assert!(!o.status.success() && stderr(&o).contains("batch"), "{}", stderr(&o));

@@ -111,8 +111,8 @@ impl Rows {
         }
     }
 
-    /// Every row as canonical text, for comparing results across engines.
-    pub fn canonical(&self) -> Vec<String> {
+    /// Every row's first `k` columns as canonical text, for comparing results across engines.
+    pub fn canonical_prefix(&self, k: usize) -> Vec<String> {
         let cell = |v: &Val| match v {
             Val::Null => "NULL".to_string(),
             Val::Int(i) => i.to_string(),
@@ -120,7 +120,7 @@ impl Rows {
             Val::Text(s) => s.clone(),
             Val::Other => "?".into(),
         };
-        self.vals.chunks(self.cols.max(1)).map(|r| r.iter().map(cell).collect::<Vec<_>>().join("|")).collect()
+        self.vals.chunks(self.cols.max(1)).map(|r| r.iter().take(k).map(cell).collect::<Vec<_>>().join("|")).collect()
     }
 }
 
@@ -366,6 +366,7 @@ mod tests {
         assert_eq!(r.real(1, 1).unwrap(), 2.5);
         assert!(r.int(0, 1).is_err());
         assert!(r.int(5, 0).is_err());
-        assert_eq!(r.canonical(), vec!["3|x", "NULL|2.50"]);
+        assert_eq!(r.canonical_prefix(2), vec!["3|x", "NULL|2.50"]);
+        assert_eq!(r.canonical_prefix(1), vec!["3", "NULL"]);
     }
 }
