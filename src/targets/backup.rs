@@ -28,9 +28,23 @@ pub struct BackupPlace {
 }
 
 impl BackupPlace {
-    /// Beside a managed server's data directory.
+    /// Beside a managed server's data directory; backups a killed dbvs left there are removed.
     pub fn beside(data_dir: &Path, bin: Option<PathBuf>) -> Self {
-        Self { dir: data_dir.parent().unwrap_or(Path::new("/")).to_path_buf(), bin }
+        let place = Self { dir: data_dir.parent().unwrap_or(Path::new("/")).to_path_buf(), bin };
+        place.sweep();
+        place
+    }
+
+    /// Removes the backups of dbvs processes that are gone.
+    fn sweep(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else { return };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let pid = name.to_str().and_then(|n| n.strip_prefix("dbvs-backup-")?.split('-').next()?.parse().ok());
+            if pid.is_some_and(|pid| crate::sys::process_start_time(pid).is_none()) {
+                remove(&entry.path());
+            }
+        }
     }
 
     /// For a server elsewhere: the client's temporary directory.
@@ -177,6 +191,21 @@ fn sync_tree(dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn backups_of_processes_that_are_gone_are_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        let dead = dir.path().join(format!("dbvs-backup-{}-b10-0", u32::MAX - 1));
+        std::fs::create_dir(&dead).unwrap();
+        std::fs::write(dead.join("ibdata1"), b"x").unwrap();
+        let ours = dir.path().join(format!("dbvs-backup-{}-b10-0", std::process::id()));
+        std::fs::write(&ours, b"x").unwrap();
+        std::fs::write(dir.path().join(KEPT_FOR_SCAN), b"x").unwrap();
+        BackupPlace::beside(&dir.path().join("server"), None);
+        let mut left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        left.sort();
+        assert_eq!(left, [ours.file_name().unwrap().to_owned(), KEPT_FOR_SCAN.into()]);
+    }
 
     #[test]
     fn a_sqlcipher_backup_is_encrypted_with_the_same_key() {
