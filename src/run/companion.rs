@@ -50,7 +50,7 @@ impl Companions {
     pub fn rows(&self, results: Vec<RunResult>, env: &Env, started_at: &str) -> Vec<InstanceRow> {
         let mut rows = Vec::new();
         for (((w, copy), result), i) in self.instances.iter().zip(results).zip(1..) {
-            let checks = super::checks_after(w.as_ref(), copy.as_ref(), &self.meta, &result);
+            let checks = super::instances::checks_after(w.as_ref(), copy.as_ref(), &self.meta, &result);
             eprintln!("companion {i}: {}", w.final_line(&result));
             let (target, env) = (self.target.info(), env.clone());
             let record = RunRecord::new(w.as_ref(), target, &self.pacing, env, started_at.into(), result, checks);

@@ -71,6 +71,19 @@ pub fn row(instance: usize, r: &RunRecord) -> InstanceRow {
     }
 }
 
+/// The workload's checks after a run. A run whose database is gone (a dead server) is
+/// still recorded, with the reason as a failed check.
+pub fn checks_after(
+    w: &dyn crate::workloads::Workload,
+    copy: &dyn crate::targets::RunCopy,
+    meta: &crate::targets::BuildMeta,
+    result: &crate::driver::RunResult,
+) -> Vec<crate::workloads::Check> {
+    w.check(copy, meta, Some(&result.from_start)).unwrap_or_else(|e| {
+        vec![crate::workloads::Check { name: "post-run checks could run".into(), ok: false, detail: format!("{e:#}") }]
+    })
+}
+
 /// Each measure over the instances: rates (higher is better) add up, costs per unit are
 /// averaged over the units; `None` when any instance lacks it.
 fn summed(records: &[RunRecord]) -> Vec<Measure> {

@@ -319,7 +319,7 @@ impl SetUp {
             if let (RunStatus::Failed(cause), Some(d)) = (&mut result.status, self.target.diagnostics()) {
                 cause.push_str(&format!(" ({d})"));
             }
-            let checks = checks_after(w.as_ref(), copy.as_ref(), &self.meta, &result);
+            let checks = instances::checks_after(w.as_ref(), copy.as_ref(), &self.meta, &result);
             let prefix = if many { format!("instance {i}: ") } else { String::new() };
             eprintln!("{prefix}{}", w.final_line(&result));
             if i == 1 {
@@ -337,19 +337,6 @@ impl SetUp {
         }
         (records, details)
     }
-}
-
-/// The workload's checks after a run. A run whose database is gone (a dead server) is
-/// still recorded, with the reason as a failed check.
-fn checks_after(
-    w: &dyn Workload,
-    copy: &dyn crate::targets::RunCopy,
-    meta: &crate::targets::BuildMeta,
-    result: &driver::RunResult,
-) -> Vec<crate::workloads::Check> {
-    w.check(copy, meta, Some(&result.from_start)).unwrap_or_else(|e| {
-        vec![crate::workloads::Check { name: "post-run checks could run".into(), ok: false, detail: format!("{e:#}") }]
-    })
 }
 
 /// Settles fresh copies before a run: each engine's own write-out (a checkpoint), then the
