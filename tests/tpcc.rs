@@ -177,6 +177,30 @@ fn batch_returns_the_same_rows_on_every_engine() {
         assert_eq!(r["status"], "completed", "{tpcc}: {r}");
         assert_checks_pass(&r);
         assert!(r["metrics"]["nopm"].as_f64().unwrap() > 0.0);
+
+        // The same transactions as stored procedures, one call each, keep the same conditions.
+        let mut args =
+            vec!["--workload", "tpcc", "--procedures", "--threads", "3", "--duration", "3s", "--warmup", "1s"];
+        args.extend(extra);
+        if extra.is_empty() {
+            let o = dbvs(
+                &["run", "--target", tpcc, "--no-store", "--json", json.to_str().unwrap()]
+                    .into_iter()
+                    .chain(args.iter().copied())
+                    .collect::<Vec<_>>(),
+            );
+            assert!(!o.status.success(), "SQLite ran procedures");
+            assert!(stderr(&o).contains("--procedures needs PostgreSQL or MariaDB"), "{}", stderr(&o));
+            continue;
+        }
+        let r = run(tpcc, &args, &json);
+        assert_eq!(r["status"], "completed", "{tpcc} with procedures: {r}");
+        assert_checks_pass(&r);
+        assert!(r["params"]["transactions"].as_str().unwrap().starts_with("stored procedures"), "{}", r["params"]);
+        let latency = &r["metrics"]["latency_ms"];
+        for op in ["new_order", "payment", "order_status", "delivery", "stock_level"] {
+            assert!(latency[op]["count"].as_u64().unwrap() > 0, "{tpcc}: no {op} ran: {latency}");
+        }
     }
     assert!(rows[0][1].as_array().unwrap().len() == 10 && rows[0][4][0].as_str().unwrap().parse::<u64>().unwrap() > 0);
     assert_eq!(rows[1], rows[0], "PostgreSQL differs from SQLite");

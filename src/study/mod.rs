@@ -156,6 +156,13 @@ fn run_blocks(
         let expected = block_times.iter().sum::<f64>() / block_times.len().max(1) as f64;
         if block > 0 && begun.elapsed().as_secs_f64() + expected > budget.as_secs_f64() {
             stop_reason = format!("budget of {} used after {block} blocks", humantime::format_duration(budget));
+            if block < study.blocks.min {
+                // The budget wins (it is the user's promise of wall time), said plainly.
+                stop_reason += &format!(
+                    ", fewer than the {} the study asks for: raise budget or shorten the runs",
+                    study.blocks.min
+                );
+            }
             break;
         }
         let t = Instant::now();

@@ -135,6 +135,49 @@ pub enum Modes {
     Aes128,
 }
 
+impl Modes {
+    /// The kernel crypto API's name for the contents cipher.
+    fn contents_algorithm(self) -> &'static str {
+        match self {
+            Modes::Aes256 => "xts(aes)",
+            Modes::Aes128 => "essiv(cbc(aes),sha256)",
+        }
+    }
+
+    /// Which implementation the kernel encrypts file contents with, as /proc/crypto names
+    /// it, marked when it is plain C: a kernel without its AES-NI driver (as in some
+    /// microVMs) encrypts in software however the CPU is flagged, and that, not fscrypt,
+    /// may be most of what a verdict measures.
+    pub fn kernel_implementation(self) -> String {
+        let algorithm = self.contents_algorithm();
+        match std::fs::read_to_string("/proc/crypto").ok().and_then(|t| best_driver(&t, algorithm)) {
+            Some(d) if d.contains("aes-generic") || d.contains("aes-fixed-time") => {
+                format!("{d} (plain C: the kernel has no AES-instruction driver for {algorithm})")
+            }
+            Some(d) => d,
+            None => format!("unknown (/proc/crypto lists no {algorithm} yet)"),
+        }
+    }
+}
+
+/// The highest-priority driver /proc/crypto lists for `algorithm`: the one the kernel uses.
+fn best_driver(proc_crypto: &str, algorithm: &str) -> Option<String> {
+    proc_crypto
+        .split("\n\n")
+        .filter_map(|entry| {
+            let field = |key: &str| {
+                entry.lines().find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    (k.trim() == key).then(|| v.trim().to_string())
+                })
+            };
+            let priority: i64 = field("priority")?.parse().ok()?;
+            (field("name")? == algorithm).then_some((priority, field("driver")?))
+        })
+        .max_by_key(|(priority, _)| *priority)
+        .map(|(_, driver)| driver)
+}
+
 /// Encrypts the empty directory `dir` with the key `identifier` in `modes`.
 pub fn set_policy(dir: &Path, identifier: &[u8; 16], modes: Modes) -> Result<()> {
     let (contents_mode, filenames_mode) = match modes {
@@ -221,6 +264,17 @@ mod tests {
         assert_eq!(FS_IOC_ADD_ENCRYPTION_KEY, 0xc0506617);
         assert_eq!(FS_IOC_REMOVE_ENCRYPTION_KEY, 0xc0406618);
         assert_eq!(FS_IOC_GET_ENCRYPTION_KEY_STATUS, 0xc080661a);
+    }
+
+    #[test]
+    fn the_kernels_cipher_is_the_highest_priority_driver() {
+        let crypto = "name         : xts(aes)\ndriver       : xts(ecb(aes-generic))\nmodule       : kernel\npriority     : 100\n\n\
+                      name         : xts(aes)\ndriver       : xts-aes-aesni\nmodule       : kernel\npriority     : 401\n\n\
+                      name         : aes\ndriver       : aes-aesni\npriority     : 300\n";
+        assert_eq!(best_driver(crypto, "xts(aes)").as_deref(), Some("xts-aes-aesni"));
+        assert_eq!(best_driver(crypto, "essiv(cbc(aes),sha256)"), None);
+        let software = crypto.replace("401", "1");
+        assert_eq!(best_driver(&software, "xts(aes)").as_deref(), Some("xts(ecb(aes-generic))"));
     }
 
     #[test]

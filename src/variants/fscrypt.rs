@@ -46,7 +46,11 @@ impl Settings {
     }
 
     pub fn describe(&self) -> BTreeMap<String, String> {
-        BTreeMap::from([("policy".into(), "v2".into()), ("key_source".into(), self.key.describe())])
+        BTreeMap::from([
+            ("policy".into(), "v2".into()),
+            ("key_source".into(), self.key.describe()),
+            ("kernel_cipher".into(), self.modes().kernel_implementation()),
+        ])
     }
 
     pub fn validate(&self) -> Result<()> {

@@ -45,9 +45,12 @@ struct MariaTx<'a, 'c> {
     st: &'a [Statement],
 }
 
+/// The rows of the statement's first result set: a CALL's columns are known only once its
+/// procedure has selected them, and the sets after it are drained unread.
 fn query(c: &mut impl Queryable, st: &Statement, args: &[Arg]) -> Result<Rows, DbError> {
-    let mut out = Rows { cols: st.num_columns() as usize, vals: Vec::new() };
-    for row in c.exec_iter(st, args.iter().map(value).collect::<Vec<_>>())? {
+    let mut result = c.exec_iter(st, args.iter().map(value).collect::<Vec<_>>())?;
+    let mut out = Rows { cols: result.columns().as_ref().len(), vals: Vec::new() };
+    for row in result.by_ref() {
         out.vals.extend(row?.unwrap().into_iter().map(val));
     }
     Ok(out)

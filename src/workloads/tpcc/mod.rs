@@ -20,6 +20,7 @@
 mod check;
 mod load;
 mod mix;
+mod procedures;
 mod random;
 mod schema;
 mod sql;
@@ -59,15 +60,24 @@ pub struct Options {
     /// tpcc: keying and think times per the TPC-C spec (18 s keying before a New-Order...).
     #[arg(long)]
     pub spec_pacing: bool,
+    /// tpcc: run each transaction as one call of a stored procedure, as HammerDB does
+    /// (PostgreSQL and MariaDB; dbvs creates them in the run's database): one round trip
+    /// per transaction instead of one per statement.
+    #[arg(long)]
+    pub procedures: bool,
 }
 
 impl Options {
     /// The workload's name, with the profile when it is not the standard mix.
     pub fn describe(&self) -> String {
-        match self.profile == Profile::default() {
-            true => "tpcc".into(),
+        let mut name = match self.profile == Profile::default() {
+            true => "tpcc".to_string(),
             false => format!("tpcc {}", String::from(self.profile.clone())),
+        };
+        if self.procedures {
+            name += " (procedures)";
         }
+        name
     }
 }
 
@@ -176,8 +186,16 @@ impl Workload for Tpcc {
         let c = Constants::for_run(&load_constants(meta)?, &mut ChaCha8Rng::seed_from_u64(self.seed ^ 0xC1));
         let w = self.warehouses;
         let i = index as i64;
+        let mut conn = db.connect()?;
+        let (statements, txns): (_, &'static dyn txn::Transactions) = if self.opts.procedures {
+            procedures::install(&mut conn)?;
+            (procedures::calls(conn.engine()), &procedures::Procedures)
+        } else {
+            (sql::all(), &txn::ClientSide)
+        };
         Ok(Box::new(worker::Terminal {
-            session: seam::session_of(db.connect()?, &sql::all())?,
+            session: seam::session_of(conn, &statements)?,
+            txns,
             rng: ChaCha8Rng::seed_from_u64(self.seed ^ ((index as u64 + 1) << 40)),
             warehouses: w,
             home: i % w + 1,
@@ -206,8 +224,12 @@ impl Workload for Tpcc {
             "profile": self.opts.profile.name,
             "weights_no_p_d_sl_os": self.opts.profile.weights,
             "spec_pacing": self.opts.spec_pacing,
-            "new_order": "set-oriented: items in one query, stock locked in one query per supplying warehouse, \
-                          lines in one multi-row INSERT",
+            "transactions": if self.opts.procedures {
+                "stored procedures: one call per transaction"
+            } else {
+                "client-side SQL; New-Order set-oriented: items in one query, stock locked in one query per \
+                 supplying warehouse, lines in one multi-row INSERT"
+            },
         })
     }
 

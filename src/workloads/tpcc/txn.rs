@@ -1,6 +1,7 @@
-//! The five TPC-C transactions (clause 2), as client-side SQL run through [`Tx`]. Every
-//! random input is drawn by the caller ([`super::worker`]) before the transaction starts, so
-//! a restart after a conflict repeats exactly the same request.
+//! The five TPC-C transactions (clause 2): their requests, the two ways to run them
+//! ([`Transactions`]), and the client-side SQL way, run through [`Tx`]. Every random input
+//! is drawn by the caller ([`super::worker`]) before the transaction starts, so a restart
+//! after a conflict repeats exactly the same request.
 
 use super::sql::*;
 use crate::driver::Outcome;
@@ -58,7 +59,45 @@ pub struct StockLevel {
     pub threshold: i64,
 }
 
-pub fn new_order(tx: &mut dyn Tx, r: &NewOrder) -> Result<Outcome, DbError> {
+/// How a terminal runs each transaction inside the transaction its session opened: as
+/// client-side SQL ([`ClientSide`]) or as one stored-procedure call
+/// ([`super::procedures::Procedures`]).
+pub trait Transactions: Sync {
+    fn new_order(&self, tx: &mut dyn Tx, r: &NewOrder) -> Result<Outcome, DbError>;
+    fn payment(&self, tx: &mut dyn Tx, r: &Payment) -> Result<Outcome, DbError>;
+    fn order_status(&self, tx: &mut dyn Tx, r: &OrderStatus) -> Result<Outcome, DbError>;
+    /// Returns how many districts had nothing to deliver (clause 2.7.4.2: skipped, and
+    /// the skip is reported).
+    fn delivery(&self, tx: &mut dyn Tx, r: &Delivery) -> Result<u32, DbError>;
+    fn stock_level(&self, tx: &mut dyn Tx, r: &StockLevel) -> Result<Outcome, DbError>;
+}
+
+/// The transactions as client-side SQL, one round trip per statement.
+pub struct ClientSide;
+
+impl Transactions for ClientSide {
+    fn new_order(&self, tx: &mut dyn Tx, r: &NewOrder) -> Result<Outcome, DbError> {
+        new_order(tx, r)
+    }
+
+    fn payment(&self, tx: &mut dyn Tx, r: &Payment) -> Result<Outcome, DbError> {
+        payment(tx, r)
+    }
+
+    fn order_status(&self, tx: &mut dyn Tx, r: &OrderStatus) -> Result<Outcome, DbError> {
+        order_status(tx, r)
+    }
+
+    fn delivery(&self, tx: &mut dyn Tx, r: &Delivery) -> Result<u32, DbError> {
+        delivery(tx, r)
+    }
+
+    fn stock_level(&self, tx: &mut dyn Tx, r: &StockLevel) -> Result<Outcome, DbError> {
+        stock_level(tx, r)
+    }
+}
+
+fn new_order(tx: &mut dyn Tx, r: &NewOrder) -> Result<Outcome, DbError> {
     use Arg::*;
     let (w, d) = (Int(r.w), Int(r.d));
     let cw = tx.query(NO_CUSTOMER_WAREHOUSE, &[w, d, Int(r.c)])?;
@@ -148,7 +187,7 @@ fn customer_by_name(tx: &mut dyn Tx, w: i64, d: i64, last: &str) -> Result<i64, 
     rows.int(rows.len().div_ceil(2) - 1, 0)
 }
 
-pub fn payment(tx: &mut dyn Tx, r: &Payment) -> Result<Outcome, DbError> {
+fn payment(tx: &mut dyn Tx, r: &Payment) -> Result<Outcome, DbError> {
     use Arg::*;
     let (w, d, amount) = (Int(r.w), Int(r.d), Real(r.amount));
     tx.execute(PAY_WAREHOUSE_YTD, &[amount, w])?;
@@ -177,7 +216,7 @@ pub fn payment(tx: &mut dyn Tx, r: &Payment) -> Result<Outcome, DbError> {
     Ok(Outcome::Committed)
 }
 
-pub fn order_status(tx: &mut dyn Tx, r: &OrderStatus) -> Result<Outcome, DbError> {
+fn order_status(tx: &mut dyn Tx, r: &OrderStatus) -> Result<Outcome, DbError> {
     use Arg::*;
     let c = match &r.who {
         Who::Id(c) => *c,
@@ -191,9 +230,8 @@ pub fn order_status(tx: &mut dyn Tx, r: &OrderStatus) -> Result<Outcome, DbError
     Ok(Outcome::Committed)
 }
 
-/// Delivers the oldest undelivered order of every district; returns how many districts had
-/// none (clause 2.7.4.2: skipped, and the skip is reported).
-pub fn delivery(tx: &mut dyn Tx, r: &Delivery) -> Result<u32, DbError> {
+/// Delivers the oldest undelivered order of every district; returns how many had none.
+fn delivery(tx: &mut dyn Tx, r: &Delivery) -> Result<u32, DbError> {
     use Arg::*;
     let w = Int(r.w);
     let mut skipped = 0;
@@ -219,7 +257,7 @@ pub fn delivery(tx: &mut dyn Tx, r: &Delivery) -> Result<u32, DbError> {
     Ok(skipped)
 }
 
-pub fn stock_level(tx: &mut dyn Tx, r: &StockLevel) -> Result<Outcome, DbError> {
+fn stock_level(tx: &mut dyn Tx, r: &StockLevel) -> Result<Outcome, DbError> {
     use Arg::*;
     let next = tx.query(SL_NEXT_ORDER, &[Int(r.w), Int(r.d)])?.int(0, 0)?;
     let low = tx.query(SL_LOW_STOCK, &[Int(r.w), Int(r.d), Int(next), Int(next - 20), Int(r.w), Int(r.threshold)])?;

@@ -3,7 +3,7 @@
 
 use super::mix::{Deck, TxType};
 use super::random::{self, Constants};
-use super::txn::{self, Line, Who};
+use super::txn::{self, Line, Transactions, Who};
 use super::{CUSTOMERS_PER_DISTRICT, DISTRICTS, ITEMS};
 use crate::driver::{Outcome, UnitRecorder, Worker};
 use crate::targets::sql::Session;
@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 pub struct Terminal {
     pub session: Box<dyn Session>,
+    pub txns: &'static dyn Transactions,
     pub rng: ChaCha8Rng,
     pub warehouses: i64,
     /// The terminal's home warehouse and its fixed Stock-Level district.
@@ -102,10 +103,11 @@ impl Terminal {
     }
 
     fn run(&mut self, t: TxType, rec: &mut UnitRecorder) -> Result<Outcome> {
+        let txns = self.txns;
         match t {
             TxType::NewOrder => {
                 let r = self.new_order();
-                let outcome = self.session.transaction(false, rec, &mut |tx| txn::new_order(tx, &r))?;
+                let outcome = self.session.transaction(false, rec, &mut |tx| txns.new_order(tx, &r))?;
                 if r.rollback != (outcome == Outcome::RolledBack) {
                     anyhow::bail!(
                         "a New-Order {} but should have {}",
@@ -117,18 +119,18 @@ impl Terminal {
             }
             TxType::Payment => {
                 let r = self.payment();
-                self.session.transaction(false, rec, &mut |tx| txn::payment(tx, &r))
+                self.session.transaction(false, rec, &mut |tx| txns.payment(tx, &r))
             }
             TxType::OrderStatus => {
                 let d = self.rng.random_range(1..=DISTRICTS);
                 let r = txn::OrderStatus { w: self.home, d, who: self.who() };
-                self.session.transaction(true, rec, &mut |tx| txn::order_status(tx, &r))
+                self.session.transaction(true, rec, &mut |tx| txns.order_status(tx, &r))
             }
             TxType::Delivery => {
                 let r = txn::Delivery { w: self.home, carrier: self.rng.random_range(1..=10) };
                 let mut skipped = 0;
                 let outcome = self.session.transaction(false, rec, &mut |tx| {
-                    skipped = txn::delivery(tx, &r)?;
+                    skipped = txns.delivery(tx, &r)?;
                     Ok(Outcome::Committed)
                 })?;
                 for _ in 0..skipped {
@@ -142,7 +144,7 @@ impl Terminal {
                     d: self.stock_level_district,
                     threshold: self.rng.random_range(10..=20),
                 };
-                self.session.transaction(true, rec, &mut |tx| txn::stock_level(tx, &r))
+                self.session.transaction(true, rec, &mut |tx| txns.stock_level(tx, &r))
             }
         }
     }
