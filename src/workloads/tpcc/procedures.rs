@@ -41,11 +41,11 @@ pub fn calls(engine: Engine) -> Vec<String> {
     CALLS.iter().map(|(name, n)| format!("{verb} {name}({})", vec!["?"; *n].join(", "))).collect()
 }
 
-/// Creates the procedures in `conn`'s database unless they are there; workers opening at
-/// once take turns under a lock.
+/// Creates the procedures in `conn`'s database unless all are there (a set left half made
+/// is completed); workers opening at once take turns under a lock.
 pub fn install(conn: &mut Connection) -> Result<()> {
     let engine = conn.engine();
-    let (lock, present, unlock) = match engine {
+    let (lock, present, unlock, bodies) = match engine {
         Engine::Sqlite => {
             bail!("tpcc --procedures needs PostgreSQL or MariaDB (SQLite has no stored procedures); drop --procedures")
         }
@@ -53,15 +53,16 @@ pub fn install(conn: &mut Connection) -> Result<()> {
             "SELECT pg_advisory_lock(7265237)",
             "SELECT count(*) FROM pg_proc WHERE proname LIKE 'dbvs\\_tpcc1\\_%'",
             "SELECT pg_advisory_unlock(7265237)",
+            POSTGRES,
         ),
         Engine::Mariadb => (
             "SELECT GET_LOCK('dbvs_tpcc1', 120)",
             "SELECT count(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() \
              AND ROUTINE_NAME LIKE 'dbvs\\_tpcc1\\_%'",
             "SELECT RELEASE_LOCK('dbvs_tpcc1')",
+            MARIADB,
         ),
     };
-    let bodies = if engine == Engine::Postgres { POSTGRES } else { MARIADB };
     seam::exec(conn, lock)?;
     let created = (|| -> Result<()> {
         if seam::number(conn, present)? as usize == bodies.len() {
@@ -131,7 +132,7 @@ impl Transactions for Procedures {
 /// PL/pgSQL. Clause 2's steps in txn.rs's order; a missing row raises (P0001), which fails
 /// the run as a client-side `DbError::Data` does.
 const POSTGRES: &[&str] = &[
-    r#"CREATE FUNCTION dbvs_tpcc1_customer_by_name(p_w int, p_d int, p_last text) RETURNS int
+    r#"CREATE OR REPLACE FUNCTION dbvs_tpcc1_customer_by_name(p_w int, p_d int, p_last text) RETURNS int
 LANGUAGE plpgsql AS $$
 DECLARE
     v_n int;
@@ -145,7 +146,7 @@ BEGIN
         ORDER BY c_first OFFSET (v_n + 1) / 2 - 1 LIMIT 1;
     RETURN v_c;
 END $$"#,
-    r#"CREATE FUNCTION dbvs_tpcc1_new_order(p_w int, p_d int, p_c int, p_lines text) RETURNS int
+    r#"CREATE OR REPLACE FUNCTION dbvs_tpcc1_new_order(p_w int, p_d int, p_c int, p_lines text) RETURNS int
 LANGUAGE plpgsql AS $$
 DECLARE
     v_items int[];
@@ -196,7 +197,7 @@ BEGIN
     PERFORM v_total * (1 - v_cw.c_discount) * (1 + v_cw.w_tax + v_d_tax);
     RETURN 0;
 END $$"#,
-    r#"CREATE FUNCTION dbvs_tpcc1_payment(p_w int, p_d int, p_c_w int, p_c_d int, p_c int, p_last text,
+    r#"CREATE OR REPLACE FUNCTION dbvs_tpcc1_payment(p_w int, p_d int, p_c_w int, p_c_d int, p_c int, p_last text,
                                    p_amount double precision) RETURNS int
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -233,7 +234,7 @@ BEGIN
         VALUES (v_c, p_c_d, p_c_w, p_d, p_w, CURRENT_TIMESTAMP, p_amount, v_wh.w_name || '    ' || v_di.d_name);
     RETURN 0;
 END $$"#,
-    r#"CREATE FUNCTION dbvs_tpcc1_order_status(p_w int, p_d int, p_c int, p_last text) RETURNS int
+    r#"CREATE OR REPLACE FUNCTION dbvs_tpcc1_order_status(p_w int, p_d int, p_c int, p_last text) RETURNS int
 LANGUAGE plpgsql AS $$
 DECLARE
     v_c int := p_c;
@@ -257,7 +258,7 @@ BEGIN
     END IF;
     RETURN v_lines;
 END $$"#,
-    r#"CREATE FUNCTION dbvs_tpcc1_delivery(p_w int, p_carrier int) RETURNS int
+    r#"CREATE OR REPLACE FUNCTION dbvs_tpcc1_delivery(p_w int, p_carrier int) RETURNS int
 LANGUAGE plpgsql AS $$
 DECLARE
     v_skipped int := 0;
@@ -289,7 +290,7 @@ BEGIN
     END LOOP;
     RETURN v_skipped;
 END $$"#,
-    r#"CREATE FUNCTION dbvs_tpcc1_stock_level(p_w int, p_d int, p_threshold int) RETURNS int
+    r#"CREATE OR REPLACE FUNCTION dbvs_tpcc1_stock_level(p_w int, p_d int, p_threshold int) RETURNS int
 LANGUAGE plpgsql AS $$
 DECLARE
     v_next int;
