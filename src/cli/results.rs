@@ -75,6 +75,7 @@ pub fn results(cmd: ResultsCommand) -> Result<ExitCode> {
             let mut t = table(&["run", "study", "block", "variant", "workload", "status", "headline", "finished"]);
             for r in s.recent_runs(50)? {
                 let opt = |x: Option<i64>| x.map_or(String::new(), |v| v.to_string());
+                let headline = headline_text(&r);
                 t.add_row(vec![
                     r.id.to_string(),
                     opt(r.study_id),
@@ -82,7 +83,7 @@ pub fn results(cmd: ResultsCommand) -> Result<ExitCode> {
                     r.variant.unwrap_or_default(),
                     r.workload,
                     r.status.to_string(),
-                    r.headline.map_or(String::new(), |v| format!("{v:.0}")),
+                    headline,
                     r.finished_at,
                 ]);
             }
@@ -115,14 +116,14 @@ pub fn results(cmd: ResultsCommand) -> Result<ExitCode> {
                     );
                 }
             }
-            let mut t = table(&["run", "block", "variant", "status", "OPM", "cause"]);
+            let mut t = table(&["run", "block", "variant", "status", "headline", "cause"]);
             for r in s.runs_of(id)? {
                 t.add_row(vec![
                     r.id.to_string(),
                     r.block.map_or(String::new(), |b| (b + 1).to_string()),
-                    r.variant.unwrap_or_default(),
+                    r.variant.clone().unwrap_or_default(),
                     r.status.to_string(),
-                    r.headline.map_or(String::new(), |v| format!("{v:.0}")),
+                    headline_text(&r),
                     r.cause.unwrap_or_default(),
                 ]);
             }
@@ -130,6 +131,24 @@ pub fn results(cmd: ResultsCommand) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A run's headline with its name and unit from the stored record (`OPM 1234 orders/min`,
+/// `suite 12.3 s`): the store's bare number means nothing without the workload's measure.
+fn headline_text(r: &store::RunRow) -> String {
+    let Some(value) = r.headline else { return String::new() };
+    let measure =
+        r.record_json.as_deref().and_then(|j| serde_json::from_str::<RunRecord>(j).ok()).map(|rec| rec.headline);
+    match measure {
+        Some(m) => format!("{} {} {}", m.name, significant(value), m.unit),
+        None => significant(value),
+    }
+}
+
+/// Four significant digits, so seconds and orders per minute both read well.
+fn significant(v: f64) -> String {
+    let digits = if v == 0.0 { 0 } else { (3 - v.abs().log10().floor() as i32).max(0) as usize };
+    format!("{v:.digits$}")
 }
 
 pub fn report(args: ReportArgs) -> Result<ExitCode> {
@@ -217,5 +236,19 @@ fn status_text(r: &RunRecord) -> String {
     match &r.status {
         RunStatus::Failed(c) => format!("failed: {c}"),
         s => format!("{s:?}").to_lowercase(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::significant;
+
+    #[test]
+    fn headlines_keep_four_significant_digits() {
+        assert_eq!(significant(12345.6), "12346");
+        assert_eq!(significant(1234.56), "1235");
+        assert_eq!(significant(12.3456), "12.35");
+        assert_eq!(significant(0.012345), "0.01235");
+        assert_eq!(significant(0.0), "0");
     }
 }
