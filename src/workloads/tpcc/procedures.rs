@@ -353,19 +353,14 @@ body: BEGIN
         SET v_k = v_k + 1;
         SET v_line = SUBSTRING_INDEX(SUBSTRING_INDEX(p_lines, ',', v_k), ',', -1);
         SET v_item = CAST(SUBSTRING_INDEX(v_line, ':', 1) AS SIGNED);
-        IF NOT EXISTS (SELECT 1 FROM item WHERE i_id = v_item) THEN
+        SET v_supply = CAST(SUBSTRING_INDEX(SUBSTRING_INDEX(v_line, ':', 2), ':', -1) AS SIGNED);
+        SET v_qty = CAST(SUBSTRING_INDEX(v_line, ':', -1) AS SIGNED);
+        SET v_price = NULL;
+        SELECT i_price INTO v_price FROM item WHERE i_id = v_item;
+        IF v_price IS NULL THEN
             SELECT 1 AS outcome;
             LEAVE body;
         END IF;
-    END WHILE;
-    SET v_k = 0;
-    WHILE v_k < v_n DO
-        SET v_k = v_k + 1;
-        SET v_line = SUBSTRING_INDEX(SUBSTRING_INDEX(p_lines, ',', v_k), ',', -1);
-        SET v_item = CAST(SUBSTRING_INDEX(v_line, ':', 1) AS SIGNED);
-        SET v_supply = CAST(SUBSTRING_INDEX(SUBSTRING_INDEX(v_line, ':', 2), ':', -1) AS SIGNED);
-        SET v_qty = CAST(SUBSTRING_INDEX(v_line, ':', -1) AS SIGNED);
-        SELECT i_price INTO v_price FROM item WHERE i_id = v_item;
         SET v_s_qty = NULL;
         SELECT s_quantity, CASE p_d WHEN 1 THEN s_dist_01 WHEN 2 THEN s_dist_02 WHEN 3 THEN s_dist_03
                                     WHEN 4 THEN s_dist_04 WHEN 5 THEN s_dist_05 WHEN 6 THEN s_dist_06
