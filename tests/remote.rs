@@ -288,6 +288,70 @@ fn a_study_runs_its_workers_on_client_hosts() {
     assert!(stderr(&o).contains("listen"), "{}", stderr(&o));
 }
 
+/// A capacity search whose instances are all driven from the client hosts: every
+/// instance's workers are split between both hosts, the hosts' shares add up in the
+/// record, and each probe names the busiest host's CPU.
+#[test]
+fn a_capacity_search_drives_every_instance_from_client_hosts() {
+    let _only = HOSTS_IN_USE.lock().unwrap_or_else(|p| p.into_inner());
+    let hosts = Hosts::start();
+    let dir = reachable_tempdir();
+    let file = dir.path().join("capacity.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"remote-capacity\"\n\
+             [target]\nengine = \"postgres\"\nlisten = \"10.231.1.1\"\n\
+             [clients]\nhosts = [\"{}\", \"{}\"]\ndbvs = \"{}\"\nssh_config = \"{}\"\n\
+             [workload]\nname = \"tpcb\"\nsize = \"1\"\nthreads = 2\nduration = \"1.5s\"\nwarmup = \"0.5s\"\n\
+             [sla]\nmin_per_instance = 1\nconfirmations = 1\n\
+             [search]\nmax_instances = 2\n\
+             [[configurations]]\nname = \"plain\"\nkind = \"plain\"\n",
+            host(1),
+            host(2),
+            env!("CARGO_BIN_EXE_dbvs"),
+            hosts.ssh_config().display()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let o = command().args(["capacity", file.to_str().unwrap(), "--out", out.to_str().unwrap()]).output().unwrap();
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let report: Value = serde_json::from_slice(&std::fs::read(out.join("capacity.json")).unwrap()).unwrap();
+    let outcome = &report["outcomes"][0];
+    assert_eq!(outcome["max_instances"], 2, "{outcome}");
+    for p in outcome["probes"].as_array().unwrap() {
+        let cpu = p["client_cpu_pct_max"].as_f64().unwrap_or_else(|| panic!("no client CPU: {p}"));
+        assert!(cpu > 0.0 && cpu < 100.0, "{p}");
+    }
+    let runs = std::fs::read_dir(out.join("runs")).unwrap().map(|e| e.unwrap().path());
+    let two: Value = runs
+        .filter(|p| p.to_string_lossy().contains("n002") && !p.to_string_lossy().ends_with(".spec.json"))
+        .map(|p| serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap())
+        .next()
+        .expect("the run at two instances");
+    assert_eq!(two["instances"].as_array().unwrap().len(), 2);
+    let rows = two["clients"]["hosts"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for row in rows {
+        assert_eq!(row["workers"], 2, "one worker of each instance on each host: {row}");
+    }
+    let units: u64 = rows.iter().map(|r| r["units"].as_u64().unwrap()).sum();
+    assert_eq!(units, two["counts"]["units"].as_u64().unwrap(), "the hosts' units are the run's");
+    let server = &two["clients"]["server"];
+    assert!(server["commits"].as_u64().unwrap() >= server["client_committed"].as_u64().unwrap(), "{server}");
+    let checks = two["checks"].as_array().unwrap();
+    assert!(checks.iter().all(|c| c["ok"] == true), "{checks:?}");
+    for i in [1, 2] {
+        let prefix = format!("instance {i}: ");
+        let counted = |c: &&Value| {
+            c["detail"].as_str().unwrap().starts_with(&prefix)
+                && c["name"] == "the server counted what the clients counted"
+        };
+        assert!(checks.iter().any(|c| counted(&c)), "instance {i}'s own cross-check: {checks:?}");
+    }
+}
+
 fn client_hosts_drive_one_server_and_a_lost_host_fails_the_run(engine: Engine) {
     let hosts = Hosts::start();
     let dir = reachable_tempdir();

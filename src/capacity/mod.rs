@@ -39,6 +39,10 @@ pub struct CapacityFile {
     pub companion: Option<WorkloadConfig>,
     #[serde(default = "default_power")]
     pub power: String,
+    /// Client hosts that run every instance's workers (as a study's `[clients]`), so the
+    /// machine under test spends its cores on the servers alone.
+    #[serde(default)]
+    pub clients: Option<crate::remote::ClientsSpec>,
     /// The quick form's keys (`dbvs capacity --quick`, see `study::quick`).
     #[serde(default, skip_serializing)]
     quick: Option<toml::Table>,
@@ -196,6 +200,9 @@ impl CapacityFile {
             }
         }
         self.power.parse::<crate::telemetry::power::PowerSpec>().map_err(|e| anyhow::anyhow!("power: {e}"))?;
+        if let Some(c) = &self.clients {
+            crate::study::file::clients_reach(c, &self.target)?;
+        }
         Ok(())
     }
 }
@@ -217,6 +224,10 @@ pub struct Probe {
     /// The worst companion's p95 unit latency, with a companion.
     #[serde(default)]
     pub companion_p95_max_ms: Option<f64>,
+    /// With client hosts: the busiest host's dbvs CPU, % of its cores (near 100, the
+    /// clients, not the servers, set the pace).
+    #[serde(default)]
+    pub client_cpu_pct_max: Option<f64>,
 }
 
 /// The search's result for one configuration.
@@ -354,6 +365,7 @@ pub fn judge(record: &RunRecord, sla: &Sla, n: u32) -> Probe {
         cpu_busy_pct: window.map(|w| w.cpu_busy_pct),
         net_mbit_s: window.map(crate::telemetry::Sample::net_total),
         companion_p95_max_ms: companion_p95,
+        client_cpu_pct_max: record.clients.as_ref().map(|c| c.hosts.iter().map(|h| h.cpu_pct).fold(0.0, f64::max)),
     }
 }
 
@@ -374,6 +386,7 @@ pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::Capaci
         file.workload.clone(),
         file.configurations.clone(),
         file.power.clone(),
+        file.clients.clone(),
     );
     let exe = std::env::current_exe()?;
     let work = crate::study::WorkDir::new(out, &format!("capacity search {} work directory", file.name))?;
@@ -407,6 +420,7 @@ pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::Capaci
                             cpu_busy_pct: None,
                             net_mbit_s: None,
                             companion_p95_max_ms: None,
+                            client_cpu_pct_max: None,
                         },
                     };
                     eprintln!(

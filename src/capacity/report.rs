@@ -127,6 +127,7 @@ impl CapacityReport {
                     p.companion_p95_max_ms.map_or("-".into(), |v| format!("{v:.1}")),
                     p.cpu_busy_pct.map_or("-".into(), |v| format!("{v:.1}")),
                     net(p.net_mbit_s),
+                    p.client_cpu_pct_max.map_or("-".into(), |v| format!("{v:.1}")),
                 ]
             })
             .collect();
@@ -142,6 +143,7 @@ impl CapacityReport {
                 "companion p95 ms",
                 "CPU %",
                 "Mbit/s in / out",
+                "busiest client CPU %",
             ]
             .map(String::from)
             .to_vec(),
@@ -264,6 +266,7 @@ mod tests {
             cpu_busy_pct: Some(40.0 * instances as f64),
             net_mbit_s: Some((2.0 * instances as f64, 1.5 * instances as f64)),
             companion_p95_max_ms: None,
+            client_cpu_pct_max: None,
         }
     }
 

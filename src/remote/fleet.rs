@@ -383,8 +383,10 @@ fn server_transactions(db: &dyn Database) -> Result<(u64, u64)> {
 /// reach the clients'.
 fn counted_since(db: &dyn Database, before: (u64, u64), clients: &FromStart) -> Option<ServerTransactions> {
     let until = Instant::now() + Duration::from_secs(5);
+    let mut conn = db.connect().ok()?;
+    let server_wide = conn.engine() == crate::targets::Engine::Mariadb;
     loop {
-        let now = server_transactions(db).ok()?;
+        let now = crate::targets::sql::server_transactions(&mut conn).ok()?;
         let (commits, rollbacks) = (now.0.saturating_sub(before.0), now.1.saturating_sub(before.1));
         if commits >= clients.committed || Instant::now() > until {
             return Some(ServerTransactions {
@@ -392,6 +394,7 @@ fn counted_since(db: &dyn Database, before: (u64, u64), clients: &FromStart) -> 
                 rollbacks,
                 client_committed: clients.committed,
                 client_rolled_back: clients.rolled_back,
+                server_wide,
             });
         }
         std::thread::sleep(Duration::from_millis(200));

@@ -85,9 +85,45 @@ pub struct ServerTransactions {
     pub rollbacks: u64,
     pub client_committed: u64,
     pub client_rolled_back: u64,
+    /// Whether the server's counts are the whole server's (MariaDB), not the run's database's.
+    #[serde(default)]
+    pub server_wide: bool,
 }
 
 impl ClientsRecord {
+    /// The hosts' part of a run of several instances, each driven by its own session with
+    /// every host: per host, the workers, units and CPU add up (one host's sessions share
+    /// its cores); the clock estimate is the one with the shortest round trip; the server's
+    /// counts add up when each is its instance's database's own (a server-wide count already
+    /// holds every instance, so there is no one figure to add). The coordinator is one
+    /// process, so its CPU is the busiest window's.
+    pub fn sum(parts: &[&ClientsRecord]) -> Option<ClientsRecord> {
+        let (first, rest) = parts.split_first()?;
+        let mut total = (*first).clone();
+        for part in rest {
+            for (row, other) in total.hosts.iter_mut().zip(&part.hosts) {
+                row.workers += other.workers;
+                row.units += other.units;
+                row.cpu_pct += other.cpu_pct;
+                if other.rtt_ms < row.rtt_ms {
+                    (row.clock_offset_ms, row.rtt_ms) = (other.clock_offset_ms, other.rtt_ms);
+                }
+            }
+            total.coordinator_cpu_pct = total.coordinator_cpu_pct.max(part.coordinator_cpu_pct);
+            total.server = match (total.server, &part.server) {
+                (Some(a), Some(b)) if !a.server_wide && !b.server_wide => Some(ServerTransactions {
+                    commits: a.commits + b.commits,
+                    rollbacks: a.rollbacks + b.rollbacks,
+                    client_committed: a.client_committed + b.client_committed,
+                    client_rolled_back: a.client_rolled_back + b.client_rolled_back,
+                    server_wide: false,
+                }),
+                _ => None,
+            };
+        }
+        Some(total)
+    }
+
     /// The cross-check: every unit the clients counted as committed is at least one commit
     /// the server counted, so fewer commits mean the clients' figures are not the server's.
     pub fn check(&self) -> crate::workloads::Check {
@@ -220,6 +256,47 @@ mod tests {
         assert_eq!(back.value_at_quantile(0.5), h.value_at_quantile(0.5));
         assert_eq!(back.max(), h.max());
         assert!(WireHistogram("not base64!".into()).histogram().is_err());
+    }
+
+    #[test]
+    fn instances_add_up_per_host() {
+        let part = |units, cpu_pct, rtt_ms, commits| ClientsRecord {
+            hosts: ["a", "b"]
+                .map(|host| ClientRow {
+                    host: host.into(),
+                    workers: 2,
+                    units,
+                    cpu_pct,
+                    cores: 2,
+                    clock_offset_ms: rtt_ms * 10.0,
+                    rtt_ms,
+                })
+                .to_vec(),
+            coordinator_cpu_pct: cpu_pct,
+            server: Some(ServerTransactions {
+                commits,
+                rollbacks: 1,
+                client_committed: units * 2,
+                client_rolled_back: 1,
+                server_wide: false,
+            }),
+        };
+        let (one, two) = (part(100, 5.0, 0.3, 210), part(50, 3.0, 0.2, 101));
+        let sum = ClientsRecord::sum(&[&one, &two]).unwrap();
+        let a = &sum.hosts[0];
+        assert_eq!((a.workers, a.units, a.cpu_pct), (4, 150, 8.0));
+        assert_eq!((a.clock_offset_ms, a.rtt_ms), (2.0, 0.2), "the estimate with the shortest round trip");
+        assert_eq!(sum.coordinator_cpu_pct, 5.0);
+        let server = sum.server.unwrap();
+        assert_eq!((server.commits, server.client_committed, server.rollbacks), (311, 300, 2));
+        let unread = ClientsRecord { server: None, ..two };
+        assert!(ClientsRecord::sum(&[&one, &unread]).unwrap().server.is_none(), "a sum with a part unread is unread");
+        let wide = |r: &ClientsRecord| ClientsRecord {
+            server: r.server.clone().map(|s| ServerTransactions { server_wide: true, ..s }),
+            ..r.clone()
+        };
+        assert!(ClientsRecord::sum(&[&wide(&one), &wide(&one)]).unwrap().server.is_none(), "a server-wide count");
+        assert!(ClientsRecord::sum(&[]).is_none());
     }
 
     #[test]

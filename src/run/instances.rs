@@ -39,6 +39,8 @@ pub fn combine(mut records: Vec<RunRecord>) -> RunRecord {
         retries: records.iter().map(|r| r.counts.retries).sum(),
         lock_waits: records.iter().map(|r| r.counts.lock_waits).sum(),
     };
+    let clients: Vec<_> = records.iter().filter_map(|r| r.clients.as_ref()).collect();
+    let clients = crate::remote::ClientsRecord::sum(&clients);
     let mut first = records.swap_remove(0);
     first.metrics = json!({
         first.headline.name.to_lowercase(): total,
@@ -55,6 +57,7 @@ pub fn combine(mut records: Vec<RunRecord>) -> RunRecord {
     first.checks = checks;
     first.elapsed_s = elapsed;
     first.instances = Some(rows);
+    first.clients = clients;
     first
 }
 

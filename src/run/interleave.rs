@@ -113,14 +113,14 @@ fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<
     let bar = ProgressBar::hidden();
     let live = super::live::Live::of(spec)?;
     let live = &live;
-    let servers: Vec<Option<PathBuf>> = sets.iter().map(|set| set.target.watch().server_pid_file).collect();
+    let servers: Vec<Vec<PathBuf>> = sets.iter().map(|set| set.target.watch().server_pid_files).collect();
     let results: Vec<driver::RunResult> = std::thread::scope(|s| {
         let handles: Vec<_> = sets
             .iter()
             .zip(&pacings)
             .enumerate()
             .map(|(i, (set, pacing))| {
-                let (sampler, slices, bar, server) = (&sampler, &slices, &bar, servers[i].as_deref());
+                let (sampler, slices, bar, server) = (&sampler, &slices, &bar, &servers[i][..]);
                 let place = places[i];
                 let (w, copy) = &set.instances[0];
                 s.spawn(move || {

@@ -138,8 +138,9 @@ struct SetUp {
     settle_s: f64,
     /// Whether the run has a memory limit (its storage reads are then a measure).
     memory_limited: bool,
-    /// The client hosts that run the workers, when they are remote.
-    fleet: Option<crate::remote::Fleet>,
+    /// The client hosts that run the workers, when they are remote: one session with every
+    /// host per instance, so each instance's workers are split among all the hosts.
+    fleets: Vec<crate::remote::Fleet>,
     /// A companion workload beside the instances.
     companions: Option<companion::Companions>,
 }
@@ -159,8 +160,7 @@ impl SetUp {
             let meta = ensure_built(target.as_ref(), workload.as_ref())?;
             // Before anything is copied, so every page the run reads is charged to the limit.
             if let Some(m) = memory {
-                let server = target.watch().server_pid_file;
-                let server = server.map_or(vec![], |f| crate::telemetry::server_processes(&f));
+                let server = crate::telemetry::server_processes(&target.watch().server_pid_files);
                 m.admit(&server, &spec.db.fuse_daemons)?;
             }
             let env = Env::new(target.versions()?);
@@ -169,27 +169,30 @@ impl SetUp {
             for _ in 1..spec.instances {
                 instances.push((spec.db.workload()?, target.fresh_copy()?));
             }
-            let fleet = match &spec.clients {
-                Some(c) => Some(crate::remote::Fleet::connect(c, &spec.db.workload, instances[0].1.as_ref())?),
-                None => None,
+            let fleets = match &spec.clients {
+                Some(c) => instances
+                    .iter()
+                    .map(|(_, copy)| crate::remote::Fleet::connect(c, &spec.db.workload, copy.as_ref()))
+                    .collect::<Result<_>>()?,
+                None => vec![],
             };
             let companions = companion::Companions::set_up(spec)?;
             let settle_s = settle(&instances, spec.idle)?;
             if spec.cold {
                 crate::sys::drop_caches()?;
             }
-            Ok((meta, env, instances, settle_s, fleet, companions))
+            Ok((meta, env, instances, settle_s, fleets, companions))
         })();
         match ready {
             Ok(_) if crate::interrupt::interrupted() => Err(crate::interrupt::Interrupted.into()),
-            Ok((meta, env, instances, settle_s, fleet, companions)) => Ok(Self {
+            Ok((meta, env, instances, settle_s, fleets, companions)) => Ok(Self {
                 target,
                 meta,
                 env,
                 instances,
                 settle_s,
                 memory_limited: spec.memory.is_some(),
-                fleet,
+                fleets,
                 companions,
             }),
             // What the engine said (a managed server's log) explains a set-up that failed.
@@ -222,10 +225,9 @@ impl SetUp {
         let start = std::sync::Barrier::new(self.instances.len() + companions.map_or(0, |c| c.instances.len()));
         let stagger = spec.pacing.stagger;
         let meta = &self.meta;
-        let server = self.target.watch().server_pid_file;
+        let server = self.target.watch().server_pid_files;
         let live = live::Live::of(spec)?;
         let live = &live;
-        let remote = self.fleet.as_ref();
         let (results, companion_results) = std::thread::scope(|s| {
             // Companion i starts with instance i, staggered alike.
             let beside: Vec<_> = companions
@@ -247,6 +249,7 @@ impl SetUp {
                 .enumerate()
                 .map(|(i, (w, copy))| {
                     let (pacing, sampler, bar, start, server) = (&pacing, &sampler, &bar, &start, &server);
+                    let remote = self.fleets.get(i);
                     s.spawn(move || {
                         start.wait();
                         crate::interrupt::sleep(stagger * i as u32);
@@ -254,14 +257,8 @@ impl SetUp {
                         // cannot be told apart; the first carries them.
                         let live = live.as_ref().map(|l| (l, i));
                         let side = match i {
-                            0 => Placement {
-                                daemons: &spec.db.fuse_daemons,
-                                server: server.as_deref(),
-                                live,
-                                turn: None,
-                                remote,
-                            },
-                            _ => Placement { live, ..Placement::default() },
+                            0 => Placement { daemons: &spec.db.fuse_daemons, server, live, turn: None, remote },
+                            _ => Placement { live, remote, ..Placement::default() },
                         };
                         measure(w.as_ref(), copy.as_ref(), meta, pacing, sampler, (i == 0).then_some(bar), side)
                     })
@@ -299,7 +296,7 @@ impl SetUp {
             power: spec.telemetry.power.clone(),
             idle: spec.telemetry.idle_power,
             volumes: watch.volumes,
-            server_pid_file: watch.server_pid_file,
+            server_pid_files: watch.server_pid_files,
             server_note: watch.note,
             peak_minutes: spec.telemetry.peak_minutes,
         })
@@ -328,7 +325,7 @@ impl SetUp {
             let mut checks = checks;
             checks.extend(result.remote.as_ref().map(crate::remote::ClientsRecord::check));
             let (target, env) = (self.target.info(), self.env.clone());
-            let server = self.target.watch().server_pid_file.is_some();
+            let server = !self.target.watch().server_pid_files.is_empty();
             let own = cost_measures(target.engine, w.as_ref(), Some(&result), server, self.memory_limited);
             let mut record = RunRecord::new(w.as_ref(), target, pacing, env, started_at.into(), result, checks);
             record.measures.extend(own);
@@ -553,7 +550,7 @@ fn measure(
 struct Placement<'a> {
     turn: Option<(&'a slices::Slices, usize)>,
     daemons: &'a [u32],
-    server: Option<&'a std::path::Path>,
+    server: &'a [std::path::PathBuf],
     /// Where its live metrics go, under its index (an instance, or an interleaved side).
     live: Option<(&'a live::Live, usize)>,
     /// The client hosts that run its workers, when they are remote.
@@ -563,13 +560,13 @@ struct Placement<'a> {
 impl Placement<'_> {
     /// Bytes the daemons and the server's processes have had read from storage so far.
     fn io(&self) -> StorageIo {
-        let server = self.server.map_or(vec![], crate::telemetry::server_processes);
+        let server = crate::telemetry::server_processes(self.server);
         StorageIo::of_processes(&[self.daemons, &server].concat())
     }
 
     /// CPU time the server's processes have used so far (zero without a managed server).
     fn server_cpu(&self) -> Duration {
-        self.server.map_or(Duration::ZERO, |f| crate::telemetry::cpu_time(&crate::telemetry::server_processes(f)))
+        crate::telemetry::cpu_time(&crate::telemetry::server_processes(self.server))
     }
 }
 

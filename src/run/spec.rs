@@ -384,9 +384,6 @@ impl RunSpec {
                 c.hosts.len()
             );
         }
-        if self.instances > 1 {
-            bail!("--clients drives one database; it cannot also run --instances");
-        }
         if self.memory.is_some() || self.db.limits.as_ref().is_some_and(|l| l.applies_to == LimitScope::Process) {
             bail!("--clients runs the workers elsewhere, so there is no run process here to limit; limit the server instead");
         }
@@ -490,6 +487,9 @@ mod tests {
             s.check().err().map(|e| e.to_string()).unwrap_or_default()
         };
         assert_eq!(with(&["a", "b"], 2), "");
+        let mut many = spec();
+        (many.db.limits, many.instances) = (None, 3);
+        assert!(many.check().is_ok(), "every host drives a share of each instance");
         assert!(with(&["a", "b"], 1).contains("fewer than the 2 client hosts"));
         assert!(with(&["-oProxyCommand=x"], 1).contains("is not a host"));
         assert!(with(&[], 1).contains("names no host"));

@@ -52,6 +52,10 @@ impl Galera {
         let data = data.canonicalize()?;
         let mut caches = Lease::new(&format!("Galera write-set caches of {}", data.display()))?;
         let cache_dir = user_cache_dir(settings);
+        if let Some(dir) = cache_dir.as_deref().filter(|d| !d.is_dir()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("cannot create gcache.dir {}", dir.display()))?;
+            super::managed_maria::give_to_server(dir)?;
+        }
         let mut nodes_started = vec![];
         let mut first_gcomm = String::new();
         for i in 0..nodes {
@@ -176,9 +180,14 @@ impl ManagedServer for Galera {
         None
     }
 
-    /// Node 1's: what telemetry follows as the server (the other nodes' CPU is not in it).
+    /// Node 1's.
     fn pid_file(&self) -> PathBuf {
         ManagedServer::pid_file(&self.nodes[0])
+    }
+
+    /// Every node's: the cluster's CPU is all of theirs.
+    fn pid_files(&self) -> Vec<PathBuf> {
+        self.nodes.iter().map(ManagedServer::pid_file).collect()
     }
 }
 

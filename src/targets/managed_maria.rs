@@ -95,14 +95,8 @@ impl ManagedMaria {
             }
             None => None,
         };
-        if as_root {
-            for dir in std::iter::once(&data).chain(&log) {
-                let out =
-                    Command::new("chown").arg("-R").arg(format!("{SERVER_USER}:{SERVER_USER}")).arg(dir).output()?;
-                if !out.status.success() {
-                    bail!("cannot give {} to the {SERVER_USER} user: is mariadb-server installed?", dir.display());
-                }
-            }
+        for dir in std::iter::once(&data).chain(&log) {
+            give_to_server(dir)?;
         }
         if fresh {
             let mut c = Command::new(&install);
@@ -343,4 +337,18 @@ impl Drop for ManagedMaria {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// Makes `dir` the server's own: as root the server runs as the `mysql` user, otherwise
+/// as this one, who owns it already.
+pub(crate) fn give_to_server(dir: &Path) -> Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Ok(());
+    }
+    let out = Command::new("chown").arg("-R").arg(format!("{SERVER_USER}:{SERVER_USER}")).arg(dir).output()?;
+    if !out.status.success() {
+        bail!("cannot give {} to the {SERVER_USER} user: is mariadb-server installed?", dir.display());
+    }
+    Ok(())
 }

@@ -102,7 +102,8 @@ pub trait Target: Send + Sync {
 pub struct Watch {
     /// Each volume the database writes to, by role ("data", "log"), with a directory on it.
     pub volumes: Vec<(String, PathBuf)>,
-    pub server_pid_file: Option<PathBuf>,
+    /// The managed server's pid files: one, or a cluster's, one per node.
+    pub server_pid_files: Vec<PathBuf>,
     /// Why server CPU is not measured, when it is not.
     pub note: &'static str,
 }
@@ -114,11 +115,13 @@ impl Watch {
             Some(s) => {
                 let log = s.log_dir().map(|l| ("log".to_string(), l));
                 let volumes = std::iter::once(("data".to_string(), s.data_dir())).chain(log).collect();
-                Watch { volumes, server_pid_file: Some(s.pid_file()), note: "" }
+                Watch { volumes, server_pid_files: s.pid_files(), note: "" }
             }
-            None => {
-                Watch { volumes: vec![], server_pid_file: None, note: "not measured: dbvs does not manage this server" }
-            }
+            None => Watch {
+                volumes: vec![],
+                server_pid_files: vec![],
+                note: "not measured: dbvs does not manage this server",
+            },
         }
     }
 }
@@ -138,6 +141,10 @@ pub trait ManagedServer: Send + Sync {
     /// The file holding the server's process id.
     fn pid_file(&self) -> PathBuf {
         self.data_dir().join("postmaster.pid")
+    }
+    /// Every process the server is made of, by pid file: a cluster has one per node.
+    fn pid_files(&self) -> Vec<PathBuf> {
+        vec![self.pid_file()]
     }
 }
 

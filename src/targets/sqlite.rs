@@ -230,7 +230,7 @@ impl Target for SqliteTarget {
         let dir = self.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         super::Watch {
             volumes: vec![("data".into(), dir.to_path_buf())],
-            server_pid_file: None,
+            server_pid_files: vec![],
             note: "embedded: the engine runs inside dbvs (see dbvs CPU)",
         }
     }

@@ -29,8 +29,9 @@ pub struct Options {
     pub idle: Duration,
     /// The volumes whose devices to watch, by role ("data", "log"), each with a directory on it.
     pub volumes: Vec<(String, PathBuf)>,
-    /// A managed server's pid file, read at every sample (servers restart on cold runs).
-    pub server_pid_file: Option<PathBuf>,
+    /// A managed server's pid files (a cluster's, one per node), read at every sample
+    /// (servers restart on cold runs); none without one.
+    pub server_pid_files: Vec<PathBuf>,
     /// What to say about server CPU when there is no pid file.
     pub server_note: &'static str,
     pub peak_minutes: f64,
@@ -171,10 +172,15 @@ fn tree_ticks(root: u32) -> BTreeMap<u32, u64> {
     tree
 }
 
-/// The processes of the server whose pid file is `pid_file`: the server and its
-/// descendants (PostgreSQL's backends); none when the file is missing.
-pub fn server_processes(pid_file: &std::path::Path) -> Vec<u32> {
-    server_pid(pid_file).map(|p| tree_ticks(p).into_keys().collect()).unwrap_or_default()
+/// The processes of the servers whose pid files are `pid_files` (a cluster's nodes): each
+/// server and its descendants (PostgreSQL's backends); none for a missing file.
+pub fn server_processes(pid_files: &[PathBuf]) -> Vec<u32> {
+    server_ticks(pid_files).into_keys().collect()
+}
+
+/// CPU ticks of every process of the servers whose pid files are `pid_files`, per pid.
+fn server_ticks(pid_files: &[PathBuf]) -> BTreeMap<u32, u64> {
+    pid_files.iter().filter_map(|f| server_pid(f)).flat_map(tree_ticks).collect()
 }
 
 /// CPU time the processes `pids` have used so far, every thread's (the scheduler's
@@ -205,9 +211,9 @@ fn thread_cpu() -> Duration {
 }
 
 impl Reading {
-    fn take(devices: &[String], pid_file: Option<&PathBuf>) -> Self {
+    fn take(devices: &[String], pid_files: &[PathBuf]) -> Self {
         let all = proc::parse_diskstats(&read("/proc/diskstats"));
-        let server = pid_file.map(|f| server_pid(f).map(tree_ticks).unwrap_or_default());
+        let server = (!pid_files.is_empty()).then(|| server_ticks(pid_files));
         Reading {
             at: Instant::now(),
             stat: proc::parse_stat(&read("/proc/stat")),
@@ -343,7 +349,7 @@ impl Sampler {
             interval_s: opts.interval.as_secs_f64(),
             layers,
             devices: devs.clone(),
-            server_cpu: if opts.server_pid_file.is_some() {
+            server_cpu: if !opts.server_pid_files.is_empty() {
                 "managed server processes".into()
             } else {
                 opts.server_note.into()
@@ -364,10 +370,10 @@ impl Sampler {
         }
         let stop = Arc::new(AtomicBool::new(false));
         let begun = Instant::now();
-        let (flag, interval, pid_file) = (stop.clone(), opts.interval, opts.server_pid_file.clone());
+        let (flag, interval, pid_files) = (stop.clone(), opts.interval, opts.server_pid_files.clone());
         let thread = std::thread::Builder::new().name("telemetry".into()).spawn(move || {
             let mut samples = Vec::new();
-            let mut prev = Reading::take(&devs, pid_file.as_ref());
+            let mut prev = Reading::take(&devs, &pid_files);
             let mut own_cpu = thread_cpu();
             loop {
                 let next = prev.at + interval;
@@ -378,7 +384,7 @@ impl Sampler {
                 if done && prev.at.elapsed() < interval / 5 {
                     break;
                 }
-                let cur = Reading::take(&devs, pid_file.as_ref());
+                let cur = Reading::take(&devs, &pid_files);
                 let watts = source.as_mut().and_then(|s| s.read().ok().flatten());
                 // The sampler's own CPU is left out of dbvs's figure and reported apart.
                 let spent = thread_cpu();
@@ -455,6 +461,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_clusters_processes_are_every_nodes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut nodes: Vec<std::process::Child> =
+            (0..2).map(|_| std::process::Command::new("sleep").arg("30").spawn().unwrap()).collect();
+        let files: Vec<PathBuf> = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let f = dir.path().join(format!("node{i}.pid"));
+                std::fs::write(&f, format!("{}\n", n.id())).unwrap();
+                f
+            })
+            .collect();
+        let missing = dir.path().join("gone.pid");
+        let found = server_processes(&[files.clone(), vec![missing]].concat());
+        for n in &mut nodes {
+            n.kill().unwrap();
+            n.wait().unwrap();
+        }
+        let mut want: Vec<u32> = nodes.iter().map(|n| n.id()).collect();
+        want.sort();
+        assert_eq!(found, want, "both nodes; a missing pid file adds none");
+        assert!(server_processes(&[]).is_empty());
+    }
+
+    #[test]
     fn averages_cover_each_field_and_device() {
         let a = Sample { t_s: 1.0, cpu_busy_pct: 10.0, watts: Some(100.0), ..Default::default() };
         let mut b = Sample { t_s: 2.0, cpu_busy_pct: 30.0, ..Default::default() };
@@ -472,7 +504,7 @@ mod tests {
             power: power::PowerSpec::Command("echo 50".into()),
             idle: Duration::from_millis(200),
             volumes: vec![("data".into(), std::env::temp_dir())],
-            server_pid_file: None,
+            server_pid_files: vec![],
             server_note: "embedded",
             peak_minutes: 10.0,
         })
