@@ -51,7 +51,7 @@ fn seed_001_slow_storage_against_fast_with_power() {
     has(&md, &["## Answer", "- ssd: ds2 / OPM", "## Disks under the data (window averages)"]);
     // The I/O limit bit: the machine table shows it per variant.
     // The slow storage's limit, and its disk counters against the fast one's.
-    has(&md, &["read_iops 300, write_iops 300", "## Machine during the runs (window averages)"]);
+    has(&md, &["read_iops 2900, write_iops 3000", "## Machine during the runs (window averages)"]);
     assert!(!md.contains(".work-"), "work directories leak into the report:\n{md}");
 }
 

@@ -79,7 +79,7 @@ pub fn main(args: StudyArgs) -> Result<ExitCode> {
                 pct(e.ratio),
                 pct(e.ci.0),
                 pct(e.ci.1),
-                c.verdict
+                c.verdict_text()
             );
         }
     }
@@ -95,7 +95,7 @@ pub fn main(args: StudyArgs) -> Result<ExitCode> {
                     pct(e.ratio),
                     pct(e.ci.0),
                     pct(e.ci.1),
-                    c.verdict
+                    c.verdict_text()
                 );
             }
         }

@@ -24,7 +24,7 @@ fn interval(c: &Comparison) -> String {
 
 /// ". Against X: 3.1% lower [CI]: slower", a comparison with another variant than the baseline.
 fn clause(lead: &str, c: &Comparison) -> String {
-    format!(". {lead}: {} {}: {}", moved(c.estimate.ratio), interval(c), c.verdict.word())
+    format!(". {lead}: {} {}: {}", moved(c.estimate.ratio), interval(c), c.word())
 }
 
 /// One line per variant besides the baseline.
@@ -46,7 +46,7 @@ pub fn lines(r: &StudyReport) -> Vec<String> {
                 moved(c.estimate.ratio),
                 r.baseline,
                 interval(c),
-                c.verdict.word(),
+                c.word(),
                 100.0 * c.estimate.detectable()
             );
             if let Some(k) = r.controls.iter().find(|k| k.variant == *name) {

@@ -156,6 +156,32 @@ pub struct Comparison {
     pub against: Option<String>,
     pub estimate: RatioEstimate,
     pub verdict: Verdict,
+    /// Blocks the ratio leaves out because a side measured zero there (a stalled run's
+    /// throughput), each with the variant that did: a geometric mean cannot hold a zero,
+    /// and hiding one would flatter the side that stalled.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<(usize, String)>,
+}
+
+impl Comparison {
+    /// The verdict in words, with the blocks it leaves out.
+    pub fn verdict_text(&self) -> String {
+        format!("{}{}", self.verdict, self.left_out_note())
+    }
+
+    /// The verdict's one word ("slower"), with the blocks it leaves out.
+    pub fn word(&self) -> String {
+        format!("{}{}", self.verdict.word(), self.left_out_note())
+    }
+
+    /// " (block 5 left out: tde measured 0)", or nothing.
+    pub fn left_out_note(&self) -> String {
+        if self.left_out.is_empty() {
+            return String::new();
+        }
+        let each: Vec<String> = self.left_out.iter().map(|(b, v)| format!("block {b}: {v} measured 0")).collect();
+        format!(" (left out, {})", each.join("; "))
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -250,13 +276,26 @@ pub fn write_samples(runs: &[crate::store::RunRow], dir: &Path) -> Result<()> {
 
 /// "slower by 3.1% [...]" or the skip reason, for tables.
 pub fn verdict_text(r: &StudyReport, variant: &str) -> String {
-    r.comparisons.iter().find(|c| c.variant == variant).map(|c| c.verdict.to_string()).unwrap_or_else(|| {
+    r.comparisons.iter().find(|c| c.variant == variant).map(Comparison::verdict_text).unwrap_or_else(|| {
         if variant == r.baseline {
             "baseline".into()
         } else {
             "not compared".into()
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_verdict_names_the_blocks_it_leaves_out() {
+        let mut c = super::sample::report().comparisons.remove(0);
+        let word = c.word();
+        assert_eq!(c.left_out_note(), "");
+        c.left_out = vec![(5, "tde".into()), (7, "plain".into())];
+        assert_eq!(c.word(), format!("{word} (left out, block 5: tde measured 0; block 7: plain measured 0)"));
+        assert!(c.verdict_text().ends_with("(left out, block 5: tde measured 0; block 7: plain measured 0)"));
+    }
 }
 
 #[cfg(test)]
@@ -275,6 +314,7 @@ pub(crate) mod sample {
             against: Some("plain on ext4 image".into()),
             verdict: verdict(&near, true, &Default::default()),
             estimate: near,
+            left_out: vec![],
         };
         let info = |n: &str| VariantInfo {
             name: n.into(),
@@ -338,6 +378,7 @@ pub(crate) mod sample {
                 against: None,
                 verdict: verdict(&est, true, &Default::default()),
                 estimate: est.clone(),
+                left_out: vec![],
             }],
             controls: vec![control.clone()],
             measures: vec![MeasureReport {
@@ -353,6 +394,7 @@ pub(crate) mod sample {
                     against: None,
                     verdict: verdict(&est, true, &Default::default()),
                     estimate: est,
+                    left_out: vec![],
                 }],
                 controls: vec![control],
                 pairs: vec![],

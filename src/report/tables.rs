@@ -1,6 +1,6 @@
 //! The report's tables as rows of text, shared by the Markdown and HTML exporters.
 
-use super::{RunRow, StudyReport, VariantReport, VariantTelemetry};
+use super::{Comparison, RunRow, StudyReport, VariantReport, VariantTelemetry};
 use crate::status::Status;
 
 pub struct Table {
@@ -19,10 +19,10 @@ fn change(e: &crate::stats::RatioEstimate) -> String {
 }
 
 /// A verdict beside its change and CI: the word alone, or why nothing was called.
-fn verdict_cell(v: &crate::stats::Verdict) -> String {
-    match v {
-        crate::stats::Verdict::NoSignificantDifference { .. } => v.to_string(),
-        _ => v.word().into(),
+fn verdict_cell(c: &Comparison) -> String {
+    match c.verdict {
+        crate::stats::Verdict::NoSignificantDifference { .. } => c.verdict_text(),
+        _ => c.word(),
     }
 }
 
@@ -76,7 +76,7 @@ pub fn verdicts(r: &StudyReport) -> Table {
                         format!("[{}, {}]", pct(e.bootstrap_ci.0), pct(e.bootstrap_ci.1)),
                         format!("{:.4} ({})", e.p_value, test_name(e.test)),
                         noise(e, r.ci_target, r.seconds_per_block),
-                        verdict_cell(&c.verdict),
+                        verdict_cell(c),
                     ]
                 }
                 None => {
@@ -173,7 +173,7 @@ fn against_others(
                     c.variant.clone(),
                     c.against.clone().unwrap_or_default(),
                     change(e),
-                    verdict_cell(&c.verdict),
+                    verdict_cell(c),
                     noise(e, r.ci_target, r.seconds_per_block),
                 ]
             })
@@ -222,7 +222,7 @@ pub fn changes(r: &StudyReport) -> Table {
             for v in &others {
                 row.push(m.comparisons.iter().find(|c| c.variant == *v).map_or("-".into(), |c| {
                     let points = base.filter(|_| m.measure.unit == "%").map(|b| points(b.mean, &c.estimate));
-                    format!("{}{} {}", change(&c.estimate), points.unwrap_or_default(), c.verdict.word())
+                    format!("{}{} {}", change(&c.estimate), points.unwrap_or_default(), c.word())
                 }));
             }
             row

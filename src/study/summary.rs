@@ -29,6 +29,26 @@ fn pairs(base: &Active, a: &Active, key: &str) -> (Vec<f64>, Vec<f64>) {
         .unzip()
 }
 
+/// The blocks that [`pairs`] leaves out because a side measured zero there.
+fn left_out(base: &Active, a: &Active, key: &str) -> Vec<(usize, String)> {
+    zeros([(&base.cfg.name, values(base, key)), (&a.cfg.name, values(a, key))])
+}
+
+/// The blocks (numbered from 1) where both sides have a value and one measured zero or
+/// less, each with the side that did.
+fn zeros(sides: [(&str, &[Option<f64>]); 2]) -> Vec<(usize, String)> {
+    let [(base, b), (variant, v)] = sides;
+    let zero = |x: &Option<f64>| x.is_some_and(|x| x <= 0.0);
+    b.iter()
+        .zip(v)
+        .enumerate()
+        .filter(|(_, (x, y))| x.is_some() && y.is_some())
+        .flat_map(|(i, (x, y))| {
+            [(x, base), (y, variant)].into_iter().filter(|(x, _)| zero(x)).map(move |(_, n)| (i + 1, n.to_string()))
+        })
+        .collect()
+}
+
 fn estimate(base: &Active, a: &Active, key: &str, seed: u64, rules: &Rules) -> Option<RatioEstimate> {
     let (b, v) = pairs(base, a, key);
     (b.len() >= 2).then(|| paired_ratio(&b, &v, seed, rules.confidence))
@@ -134,6 +154,7 @@ fn measure_reports(
                     against: c.other().map(|_| reference.cfg.name.clone()),
                     verdict: verdict(&e, m.higher_is_better, rules),
                     estimate: e,
+                    left_out: left_out(reference, a, &key),
                 };
                 match c {
                     Against::Baseline => report.comparisons.push(comparison),
@@ -357,4 +378,19 @@ fn workload_params(w: &super::file::WorkloadConfig) -> serde_json::Value {
     let mut v = serde_json::to_value(w).unwrap_or_default();
     v["label"] = w.label().into();
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::zeros;
+
+    #[test]
+    fn blocks_where_a_side_measured_zero_are_named() {
+        let base = [Some(290.0), Some(0.0), None, Some(300.0), Some(0.0)];
+        let tde = [Some(280.0), Some(270.0), Some(0.0), Some(0.0), Some(0.0)];
+        let left = zeros([("plain", &base), ("tde", &tde)]);
+        let want = [(2, "plain"), (4, "tde"), (5, "plain"), (5, "tde")].map(|(b, n)| (b, n.to_string()));
+        assert_eq!(left, want, "block 3 has no pair to leave out");
+        assert!(zeros([("plain", &base[..1]), ("tde", &tde[..1])]).is_empty());
+    }
 }
