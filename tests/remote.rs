@@ -229,6 +229,28 @@ impl Server {
     }
 }
 
+/// The target, client hosts and workload of a study or capacity file whose managed
+/// PostgreSQL listens on this machine's end of the first pair.
+fn driven_from(hosts: &Hosts) -> String {
+    format!(
+        "[target]\nengine = \"postgres\"\nlisten = \"10.231.1.1\"\n\
+         [clients]\nhosts = [\"{}\", \"{}\"]\ndbvs = \"{}\"\nssh_config = \"{}\"\n\
+         [workload]\nname = \"tpcb\"\nsize = \"1\"\nthreads = 2\nduration = \"1.5s\"\nwarmup = \"0.5s\"\n",
+        host(1),
+        host(2),
+        env!("CARGO_BIN_EXE_dbvs"),
+        hosts.ssh_config().display()
+    )
+}
+
+/// The run records a study or capacity search wrote under `out`, by file name.
+fn records_in(out: &Path) -> std::collections::BTreeMap<String, Value> {
+    let runs = std::fs::read_dir(out.join("runs")).unwrap().map(|e| e.unwrap().path());
+    runs.filter(|p| p.to_string_lossy().ends_with(".json") && !p.to_string_lossy().ends_with(".spec.json"))
+        .map(|p| (p.to_string_lossy().into_owned(), serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap()))
+        .collect()
+}
+
 /// One test at a time owns the namespaces.
 static HOSTS_IN_USE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -255,27 +277,17 @@ fn a_study_runs_its_workers_on_client_hosts() {
     std::fs::write(
         &study,
         format!(
-            "name = \"remote\"\nblocks = {{ min = 2, max = 2 }}\n\
-             [target]\nengine = \"postgres\"\nlisten = \"10.231.1.1\"\n\
-             [clients]\nhosts = [\"{}\", \"{}\"]\ndbvs = \"{}\"\nssh_config = \"{}\"\n\
-             [workload]\nname = \"tpcb\"\nsize = \"1\"\nthreads = 2\nduration = \"1.5s\"\nwarmup = \"0.5s\"\n\
+            "name = \"remote\"\nblocks = {{ min = 2, max = 2 }}\n{}\
              [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
              [[variants]]\nname = \"plain-again\"\nkind = \"plain\"\n",
-            host(1),
-            host(2),
-            env!("CARGO_BIN_EXE_dbvs"),
-            hosts.ssh_config().display()
+            driven_from(&hosts)
         ),
     )
     .unwrap();
     let out = dir.path().join("out");
     let o = command().args(["study", study.to_str().unwrap(), "--out", out.to_str().unwrap()]).output().unwrap();
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
-    let runs = std::fs::read_dir(out.join("runs")).unwrap().map(|e| e.unwrap().path());
-    let records: Vec<Value> = runs
-        .filter(|p| p.to_string_lossy().ends_with(".json") && !p.to_string_lossy().ends_with(".spec.json"))
-        .map(|p| serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap())
-        .collect();
+    let records: Vec<Value> = records_in(&out).into_values().collect();
     assert!(records.len() >= 4, "two blocks of two variants: {}", records.len());
     for r in &records {
         let rows = r["clients"]["hosts"].as_array().unwrap_or_else(|| panic!("a run drove from here: {r}"));
@@ -300,17 +312,11 @@ fn a_capacity_search_drives_every_instance_from_client_hosts() {
     std::fs::write(
         &file,
         format!(
-            "name = \"remote-capacity\"\n\
-             [target]\nengine = \"postgres\"\nlisten = \"10.231.1.1\"\n\
-             [clients]\nhosts = [\"{}\", \"{}\"]\ndbvs = \"{}\"\nssh_config = \"{}\"\n\
-             [workload]\nname = \"tpcb\"\nsize = \"1\"\nthreads = 2\nduration = \"1.5s\"\nwarmup = \"0.5s\"\n\
+            "name = \"remote-capacity\"\n{}\
              [sla]\nmin_per_instance = 1\nconfirmations = 1\n\
              [search]\nmax_instances = 2\n\
              [[configurations]]\nname = \"plain\"\nkind = \"plain\"\n",
-            host(1),
-            host(2),
-            env!("CARGO_BIN_EXE_dbvs"),
-            hosts.ssh_config().display()
+            driven_from(&hosts)
         ),
     )
     .unwrap();
@@ -324,12 +330,7 @@ fn a_capacity_search_drives_every_instance_from_client_hosts() {
         let cpu = p["client_cpu_pct_max"].as_f64().unwrap_or_else(|| panic!("no client CPU: {p}"));
         assert!(cpu > 0.0 && cpu < 100.0, "{p}");
     }
-    let runs = std::fs::read_dir(out.join("runs")).unwrap().map(|e| e.unwrap().path());
-    let two: Value = runs
-        .filter(|p| p.to_string_lossy().contains("n002") && !p.to_string_lossy().ends_with(".spec.json"))
-        .map(|p| serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap())
-        .next()
-        .expect("the run at two instances");
+    let (_, two) = records_in(&out).into_iter().find(|(p, _)| p.contains("n002")).expect("the run at two instances");
     assert_eq!(two["instances"].as_array().unwrap().len(), 2);
     let rows = two["clients"]["hosts"].as_array().unwrap();
     assert_eq!(rows.len(), 2);

@@ -201,14 +201,14 @@ impl CapacityFile {
         }
         self.power.parse::<crate::telemetry::power::PowerSpec>().map_err(|e| anyhow::anyhow!("power: {e}"))?;
         if let Some(c) = &self.clients {
-            crate::study::file::clients_reach(c, &self.target)?;
+            c.reach(&self.target)?;
         }
         Ok(())
     }
 }
 
 /// One run at N instances.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Probe {
     pub instances: u32,
     pub passed: bool,
@@ -410,18 +410,7 @@ pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::Capaci
                     let probe = match run {
                         Ok(record) => judge(&record, &file.sla, n),
                         Err(e) if crate::interrupt::interrupted() => return Err(e),
-                        Err(e) => Probe {
-                            instances: n,
-                            passed: false,
-                            reason: Some(format!("{e:#}")),
-                            total: 0.0,
-                            per_instance: vec![],
-                            p95_max_ms: 0.0,
-                            cpu_busy_pct: None,
-                            net_mbit_s: None,
-                            companion_p95_max_ms: None,
-                            client_cpu_pct_max: None,
-                        },
+                        Err(e) => Probe { instances: n, reason: Some(format!("{e:#}")), ..Probe::default() },
                     };
                     eprintln!(
                         "{}: {n} instances: {} ({:.0} total{}{})",

@@ -45,6 +45,21 @@ pub struct ClientsSpec {
     pub ssh_config: Option<PathBuf>,
 }
 
+impl ClientsSpec {
+    /// Whether these hosts can drive `target`'s servers (a study's, or a capacity search's).
+    pub fn reach(&self, target: &crate::study::file::TargetConfig) -> anyhow::Result<()> {
+        if target.engine != crate::targets::Engine::Postgres || target.listen.is_none() {
+            anyhow::bail!(
+                "[clients] needs servers the hosts reach: [target] engine = \"postgres\" with listen = \"ADDR\", an address of this machine they reach"
+            );
+        }
+        if self.hosts.is_empty() {
+            anyhow::bail!("[clients] hosts is empty; name them as hosts = [\"user@host1\", \"user@host2\"]");
+        }
+        Ok(())
+    }
+}
+
 fn default_dbvs() -> String {
     "dbvs".into()
 }

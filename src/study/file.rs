@@ -448,23 +448,10 @@ impl StudyFile {
             if self.interleave.is_some() {
                 bail!("{}[clients] runs the workers on other hosts; interleaved variants take turns in one process here: drop interleave", at("interleave"));
             }
-            clients_reach(c, &self.target).map_err(|e| anyhow::anyhow!("{}{e}", at("clients")))?;
+            c.reach(&self.target).map_err(|e| anyhow::anyhow!("{}{e}", at("clients")))?;
         }
         Ok(())
     }
-}
-
-/// Whether `[clients]` can drive `target`'s servers (a study's, or a capacity search's).
-pub fn clients_reach(c: &crate::remote::ClientsSpec, target: &TargetConfig) -> Result<()> {
-    if target.engine != crate::targets::Engine::Postgres || target.listen.is_none() {
-        bail!(
-            "[clients] needs servers the hosts reach: [target] engine = \"postgres\" with listen = \"ADDR\", an address of this machine they reach"
-        );
-    }
-    if c.hosts.is_empty() {
-        bail!("[clients] hosts is empty; name them as hosts = [\"user@host1\", \"user@host2\"]");
-    }
-    Ok(())
 }
 
 #[cfg(test)]
