@@ -25,6 +25,10 @@ pub struct DriverUsage {
     pub process_cpu_pct: f64,
     /// Share of worker time spent in driver code rather than in database calls.
     pub driver_overhead_pct: f64,
+    /// The dbvs process's resident memory (MB) at the measured window's start and end
+    /// (for embedded engines the engine's page cache is part of it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_mb: Option<(f64, f64)>,
 }
 
 /// What a variant's cgroup limits did during a run.
@@ -159,6 +163,7 @@ impl RunRecord {
             driver: DriverUsage {
                 process_cpu_pct: run.process_cpu_pct,
                 driver_overhead_pct: run.measured.driver_overhead_pct,
+                rss_mb: run.rss_mb,
             },
             intervals: run.intervals,
             totals: run.from_start,

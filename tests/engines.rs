@@ -1,7 +1,7 @@
 //! Every OLTP workload's contract, run once per engine by one macro (as ripgrep runs its
 //! tests per regex engine): build, run on a kept copy, every invariant check passes, the
 //! pristine database is untouched, the kept copy grew by exactly the committed work, and no
-//! run copy or staging database is left behind.
+//! run copy or staging database is left behind. The seam's deferred writes too.
 
 mod common;
 use common::*;
@@ -107,6 +107,8 @@ fn run_kept(place: &Place, workload: &str, size: &str, kept: &str, options: &[&s
     let checks = r["checks"].as_array().unwrap();
     assert!(!checks.is_empty() && checks.iter().all(|c| c["ok"] == true), "{}", r["checks"]);
     assert!(r["totals"]["committed"].as_i64().unwrap() > 10, "{}", r["totals"]);
+    let rss = &r["driver"]["rss_mb"];
+    assert!(rss[0].as_f64().unwrap() > 1.0 && rss[1].as_f64().unwrap() > 1.0, "RSS at the window's ends: {rss}");
     for db in [workload, kept] {
         assert_eq!(place.leftovers(db), Vec::<String>::new(), "run copies and staging are removed");
     }
@@ -197,6 +199,55 @@ fn oltp(engine: Engine) {
     assert!(out.contains("check ok") && !out.contains("FAILED"), "{out}");
 }
 
+/// Writes deferred through the seam ([`sql::Tx::defer`], pipelined on PostgreSQL) run in
+/// the order written and inside their transaction: a later read sees them, a failing one
+/// fails the transaction at the next statement and nothing of it stays, a rollback drops
+/// them, and the session goes on afterwards.
+fn deferred(engine: Engine) {
+    use dbvs::driver::{Outcome, UnitRecorder};
+    use sql::Arg::Int;
+    const LIST: &[&str] = &[
+        "UPDATE pgbench_branches SET bbalance = bbalance + ? WHERE bid = ?",
+        "INSERT INTO pgbench_branches (bid, bbalance, filler) VALUES (?, 0, '')",
+        "SELECT bbalance FROM pgbench_branches WHERE bid = ?",
+    ];
+    let (add, insert, read) = (0, 1, 2);
+    let place = Place::start(engine);
+    ok(&["build", "--target", &place.target("tpcb"), "--workload", "tpcb", "--size", "1"]);
+    let target = dbvs::targets::parse(&place.target("tpcb"), TargetOptions::default()).unwrap();
+    let conn = target.existing().unwrap().connect().unwrap();
+    let mut session = sql::session(conn, &sql::Statements::portable(LIST)).unwrap();
+    let mut rec = UnitRecorder::default();
+    let balance = |s: &mut Box<dyn sql::Session>| s.query(read, &[Int(1)]).unwrap().int(0, 0).unwrap();
+
+    let failed = session.transaction(false, &mut rec, &mut |tx| {
+        tx.defer(add, &[Int(5), Int(1)])?;
+        tx.defer(insert, &[Int(1)])?; // branch 1 exists: a duplicate key
+        tx.query(read, &[Int(1)])?;
+        Ok(Outcome::Committed)
+    });
+    assert!(failed.is_err(), "the duplicate fails the transaction");
+    assert_eq!(balance(&mut session), 0, "the update before the duplicate was rolled back");
+
+    let mut seen = 0;
+    let done = session.transaction(false, &mut rec, &mut |tx| {
+        tx.defer(add, &[Int(7), Int(1)])?;
+        seen = tx.query(read, &[Int(1)])?.int(0, 0)?;
+        tx.defer(add, &[Int(1), Int(1)])?;
+        Ok(Outcome::Committed)
+    });
+    assert_eq!(done.unwrap(), Outcome::Committed);
+    assert_eq!(seen, 7, "a read sees the write deferred before it");
+    assert_eq!(balance(&mut session), 8, "the write deferred last ran with the commit");
+
+    let undone = session.transaction(false, &mut rec, &mut |tx| {
+        tx.defer(add, &[Int(100), Int(1)])?;
+        Ok(Outcome::RolledBack)
+    });
+    assert_eq!(undone.unwrap(), Outcome::RolledBack);
+    assert_eq!(balance(&mut session), 8, "a rollback drops what was deferred");
+}
+
 /// One test per workload and engine: `workload::engine`.
 macro_rules! per_engine {
     ($($workload:ident),*) => {$(
@@ -217,4 +268,4 @@ macro_rules! per_engine {
     )*};
 }
 
-per_engine!(ds2, tpcb, tpcc, oltp);
+per_engine!(ds2, tpcb, tpcc, oltp, deferred);

@@ -190,6 +190,9 @@ pub struct RunResult {
     pub intervals: Vec<IntervalSample>,
     /// CPU used by this whole process over the measured window, as % of all cores.
     pub process_cpu_pct: f64,
+    /// This process's resident memory (MB) when the measured window started and ended: a
+    /// driver that keeps nothing per unit ends where it started.
+    pub rss_mb: Option<(f64, f64)>,
     /// How much the workload's database counter moved over the window, when it has one
     /// (see `Workload::window_counter`); the caller fills it in.
     pub window_counter: Option<i64>,
@@ -252,6 +255,7 @@ pub fn run_gated<'w>(
     let mut intervals = Vec::new();
     let mut window = (None, None);
     let mut cpu = (0.0, 0.0);
+    let mut rss = (None, None);
     std::thread::scope(|scope| {
         for i in 0..pacing.threads {
             let (stats, stop, phase, fail, finished) = (&stats, &stop, &phase, &fail, &finished);
@@ -284,7 +288,7 @@ pub fn run_gated<'w>(
         let mut measure_start = start;
         if phase.load(Relaxed) == PHASE_MEASURE {
             window.0 = Some(start);
-            cpu.0 = process_cpu_seconds();
+            (cpu.0, rss.0) = (process_cpu_seconds(), process_rss_mb());
             observe(Event::WindowStart { after_warmup: false });
         }
         let total_units = pacing.iterations.map(|n| n * pacing.threads as u64);
@@ -304,7 +308,7 @@ pub fn run_gated<'w>(
                 phase.store(PHASE_MEASURE, Relaxed);
                 measure_start = now;
                 window.0 = Some(now);
-                cpu.0 = process_cpu_seconds();
+                (cpu.0, rss.0) = (process_cpu_seconds(), process_rss_mb());
                 prev = (Counters::default(), Duration::ZERO);
                 observe(Event::WindowStart { after_warmup: true });
                 continue;
@@ -331,7 +335,7 @@ pub fn run_gated<'w>(
         }
         if window.0.is_some() {
             window.1 = Some(Instant::now());
-            cpu.1 = process_cpu_seconds();
+            (cpu.1, rss.1) = (process_cpu_seconds(), process_rss_mb());
             observe(Event::WindowEnd);
         }
         phase.store(PHASE_DONE, Relaxed);
@@ -354,6 +358,7 @@ pub fn run_gated<'w>(
         from_start: stats.from_start(op_names),
         intervals,
         process_cpu_pct: if elapsed > 0.0 { 100.0 * (cpu.1 - cpu.0) / elapsed / cores } else { 0.0 },
+        rss_mb: rss.0.zip(rss.1),
         window_counter: None,
         latencies,
         remote: None,
@@ -434,6 +439,15 @@ pub(crate) fn process_cpu_seconds() -> f64 {
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// This process's resident set in MB, from /proc/self/statm (Linux).
+fn process_rss_mb() -> Option<f64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Some((pages * page.max(1) as u64) as f64 / 1e6)
 }
 
 #[cfg(test)]

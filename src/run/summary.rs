@@ -31,8 +31,11 @@ pub fn print(r: &RunRecord, details: &[String]) {
     }
     let process =
         if r.clients.is_some() { "coordinator (the workers ran on the client hosts)" } else { "dbvs process" };
+    let memory = r.driver.rss_mb.map_or(String::new(), |(start, end)| {
+        format!("; memory (RSS) {start:.1} MB at the window's start, {end:.1} MB at its end")
+    });
     println!(
-        "CPU: {process} {:.1}% of {} cores; driver code {:.2}% of worker time",
+        "CPU: {process} {:.1}% of {} cores; driver code {:.2}% of worker time{memory}",
         r.driver.process_cpu_pct,
         r.env.as_ref().map_or(0, |e| e.host.cores),
         r.driver.driver_overhead_pct

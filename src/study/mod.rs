@@ -153,7 +153,7 @@ fn run_blocks(
     let mut stop_reason = format!("maximum of {} blocks reached", study.blocks.max);
     let begun = Instant::now();
     for block in first..study.blocks.max {
-        let expected = block_times.iter().sum::<f64>() / block_times.len().max(1) as f64;
+        let expected = next_block_time(&block_times);
         if block > 0 && begun.elapsed().as_secs_f64() + expected > budget.as_secs_f64() {
             stop_reason = format!("budget of {} used after {block} blocks", humantime::format_duration(budget));
             if block < study.blocks.min {
@@ -508,6 +508,23 @@ fn leak_message(c: &CanaryResult) -> String {
     }
 }
 
+/// What the next block will likely take: the mean of the blocks after the first, whose
+/// time includes the canary scans and first connections that later blocks do not repeat.
+fn next_block_time(block_times: &[f64]) -> f64 {
+    let later = if block_times.len() > 1 { &block_times[1..] } else { block_times };
+    later.iter().sum::<f64>() / later.len().max(1) as f64
+}
+
 fn now() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_next_block_is_expected_to_take_what_the_blocks_after_the_first_took() {
+        assert_eq!(super::next_block_time(&[]), 0.0);
+        assert_eq!(super::next_block_time(&[90.0]), 90.0);
+        assert_eq!(super::next_block_time(&[90.0, 40.0, 60.0]), 50.0);
+    }
 }

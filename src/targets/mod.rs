@@ -23,7 +23,7 @@ use std::path::PathBuf;
 /// the [`sql`] seam.
 pub enum Connection {
     Sqlite(sqlite::SqliteConnection),
-    Postgres(::postgres::Client),
+    Postgres(postgres::PgConnection),
     MySql(::mysql::Conn),
 }
 

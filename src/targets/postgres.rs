@@ -34,8 +34,10 @@ impl PgConnInfo {
         Ok(Self { host: u.host, port: u.port, user: u.user, password, dbname: u.dbname })
     }
 
-    fn config(&self, dbname: &str) -> postgres::Config {
-        let mut c = postgres::Config::new();
+    /// The connection settings for database `dbname`, as the async driver takes them (the
+    /// blocking one converts them).
+    fn config(&self, dbname: &str) -> tokio_postgres::Config {
+        let mut c = tokio_postgres::Config::new();
         c.host(&self.host).port(self.port).user(&self.user).dbname(dbname).application_name("dbvs");
         c.connect_timeout(std::time::Duration::from_secs(10));
         if let Some(p) = &self.password {
@@ -69,7 +71,7 @@ impl PgConnInfo {
     }
 
     pub fn connect(&self, dbname: &str) -> Result<postgres::Client> {
-        self.config(dbname).connect(postgres::NoTls).map_err(|e| {
+        postgres::Config::from(self.config(dbname)).connect(postgres::NoTls).map_err(|e| {
             let why = e.as_db_error().map_or_else(|| format!("{e:#}"), |d| d.message().to_string());
             let fix = if why.contains("too many clients") {
                 "use fewer --threads, or raise max_connections (--server-setting max_connections=N on a managed server)"
@@ -83,6 +85,26 @@ impl PgConnInfo {
                 self.user
             )
         })
+    }
+}
+
+/// A blocking connection (builds, checks, COPY) that keeps its settings, so a worker's
+/// session can reopen it on the pipelining driver ([`super::sql`]).
+pub struct PgConnection {
+    pub client: postgres::Client,
+    pub config: Box<tokio_postgres::Config>,
+}
+
+impl std::ops::Deref for PgConnection {
+    type Target = postgres::Client;
+    fn deref(&self) -> &postgres::Client {
+        &self.client
+    }
+}
+
+impl std::ops::DerefMut for PgConnection {
+    fn deref_mut(&mut self) -> &mut postgres::Client {
+        &mut self.client
     }
 }
 
@@ -139,7 +161,9 @@ impl Target for PgTarget {
 
     fn versions(&self) -> Result<BTreeMap<String, String>> {
         let v: String = self.info.connect("postgres")?.query_one("SHOW server_version", &[])?.get(0);
-        Ok(BTreeMap::from([("postgresql".to_string(), v)]))
+        // Which client ran matters to a reader comparing with another tool's figures.
+        let client = "tokio-postgres; writes whose counts are not read are pipelined with the next statement";
+        Ok(BTreeMap::from([("postgresql".to_string(), v), ("postgresql client".to_string(), client.to_string())]))
     }
 
     fn pristine(&self) -> Result<Option<BuildMeta>> {
@@ -208,7 +232,8 @@ impl PgDb {
 
 impl Database for PgDb {
     fn connect(&self) -> Result<Connection> {
-        Ok(Connection::Postgres(self.info.connect(&self.name)?))
+        let client = self.info.connect(&self.name)?;
+        Ok(Connection::Postgres(PgConnection { client, config: Box::new(self.info.config(&self.name)) }))
     }
     fn client_env(&self) -> Result<Vec<(String, String)>> {
         Ok(self.info.client_env(&self.name))

@@ -178,6 +178,12 @@ pub trait Tx {
     fn query(&mut self, q: Q, args: &[Arg]) -> Result<Rows, DbError>;
     /// Runs statement `q` and returns the number of rows it matched.
     fn execute(&mut self, q: Q, args: &[Arg]) -> Result<u64, DbError>;
+    /// Runs write `q`, whose count the transaction does not read, no later than the next
+    /// statement or the commit; its failure surfaces there. PostgreSQL sends it with that
+    /// statement in one pipeline (one round trip for both); the others run it now.
+    fn defer(&mut self, q: Q, args: &[Arg]) -> Result<(), DbError> {
+        self.execute(q, args).map(drop)
+    }
 }
 
 /// Index into a [`Statements`] list, named by the workload's constants.
@@ -256,7 +262,7 @@ pub fn session_of(conn: Connection, portable: &[String]) -> Result<Box<dyn Sessi
 fn prepared(conn: Connection, sql: Vec<String>) -> Result<Box<dyn Session>> {
     Ok(match conn {
         Connection::Sqlite(c) => Box::new(sqlite::SqliteSession::new(c, sql)),
-        Connection::Postgres(c) => Box::new(postgres::PgSession::new(c, &sql)?),
+        Connection::Postgres(c) => Box::new(postgres::PgSession::open(c, &sql)?),
         Connection::MySql(c) => Box::new(mariadb::MariaSession::new(c, &sql)?),
     })
 }

@@ -176,16 +176,18 @@ impl Draw {
     }
 
     fn writes(&mut self, tx: &mut dyn Tx) -> Result<(), DbError> {
+        // The writes travel together where the engine pipelines (PostgreSQL); the insert's
+        // duplicate must surface here, where it becomes a conflict, so it is not deferred.
         let q = self.on_some_table(INDEX_UPDATE);
-        tx.execute(q, &[Arg::Int(self.id())])?;
+        tx.defer(q, &[Arg::Int(self.id())])?;
         let (q, id) = (self.on_some_table(NON_INDEX_UPDATE), self.id());
         digits(&mut self.rng, C_GROUPS, &mut self.c);
-        tx.execute(q, &[Arg::Text(&self.c), Arg::Int(id)])?;
+        tx.defer(q, &[Arg::Text(&self.c), Arg::Int(id)])?;
         let table = self.on_some_table(0);
         let (id, k) = (self.id(), self.id());
         digits(&mut self.rng, C_GROUPS, &mut self.c);
         digits(&mut self.rng, PAD_GROUPS, &mut self.pad);
-        tx.execute(table + DELETE, &[Arg::Int(id)])?;
+        tx.defer(table + DELETE, &[Arg::Int(id)])?;
         let row = [Arg::Int(id), Arg::Int(k), Arg::Text(&self.c), Arg::Text(&self.pad)];
         tx.execute(table + INSERT, &row).map_err(DbError::duplicate_as_conflict)?;
         Ok(())
