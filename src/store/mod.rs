@@ -242,14 +242,14 @@ impl Store {
             .with_context(|| format!("no study {id} in {}; see 'dbvs results list'", self.path.display()))
     }
 
-    /// Takes up a study that did not finish (aborted, interrupted or failed) again, with the
-    /// same study file; returns the runs it has.
     /// The study file study `id` ran with (its quick form, if it ran that).
     pub fn study_file(&self, id: i64) -> Result<String> {
         self.study(id)?;
         Ok(self.conn.query_row("SELECT study_file FROM studies WHERE id = ?1", [id], |r| r.get(0))?)
     }
 
+    /// Takes up a study that did not finish (aborted, interrupted or failed) again, with the
+    /// same study file; returns the runs it has.
     pub fn resume_study(&self, id: i64, study_file: &str) -> Result<Vec<RunRow>> {
         let (row, _) = self.study(id)?;
         let stored = self.study_file(id)?;
