@@ -141,12 +141,12 @@ fn telemetry(t: &crate::telemetry::Telemetry) {
         ),
         (None, _) => println!("power: unavailable (no RAPL counters; --power ipmi or cmd:COMMAND reads a meter)"),
     }
-    println!(
-        "telemetry: {} samples every {:.1} s, sampler {:.2}% of a core",
-        t.samples.len(),
-        t.interval_s,
-        t.sampler_cpu_pct
-    );
+    let (n, every) = (t.samples.len(), t.interval_s);
+    let kept = match t.series_halvings {
+        0 => format!("{n} samples every {every:.1} s"),
+        h => format!("a sample every {every:.1} s, kept as {n} means of {}", 1u64 << h),
+    };
+    println!("telemetry: {kept}, sampler {:.2}% of a core", t.sampler_cpu_pct);
 }
 
 /// Seeds 000 and 001's per-client table: each instance's headline and unit p95, then the total.

@@ -9,9 +9,11 @@
 //! is in every record.
 
 pub mod devices;
+mod keep;
 pub mod power;
 mod proc;
 
+pub use keep::average;
 pub use proc::DiskRates;
 
 use anyhow::Result;
@@ -90,7 +92,11 @@ pub struct Telemetry {
     pub layers: Vec<devices::Layer>,
     pub devices: Vec<String>,
     pub server_cpu: String,
+    /// The run's samples, warm-up included; a long run's are merged in pairs as they
+    /// accumulate, so each is the mean of 2^`series_halvings` intervals.
     pub samples: Vec<Sample>,
+    #[serde(default)]
+    pub series_halvings: u32,
     pub window: Option<Sample>,
     pub peak_tail: Option<Sample>,
     pub peak_tail_minutes: f64,
@@ -276,68 +282,13 @@ impl Reading {
     }
 }
 
-/// The mean of each field over `samples` (None when empty).
-pub fn average(samples: &[&Sample]) -> Option<Sample> {
-    let n = samples.len() as f64;
-    if samples.is_empty() {
-        return None;
-    }
-    let avg = |f: fn(&Sample) -> f64| samples.iter().map(|s| f(s)).sum::<f64>() / n;
-    let avg_opt = |f: fn(&Sample) -> Option<f64>| {
-        let v: Vec<f64> = samples.iter().filter_map(|s| f(s)).collect();
-        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-    };
-    let mut disks: BTreeMap<String, DiskRates> = BTreeMap::new();
-    for s in samples {
-        for (d, r) in &s.disks {
-            let e = disks.entry(d.clone()).or_default();
-            e.reads_s += r.reads_s / n;
-            e.writes_s += r.writes_s / n;
-            e.tps += r.tps / n;
-            e.read_mb_s += r.read_mb_s / n;
-            e.write_mb_s += r.write_mb_s / n;
-            e.await_ms += r.await_ms / n;
-            e.util_pct += r.util_pct / n;
-        }
-    }
-    let mut net: BTreeMap<String, proc::NetRates> = BTreeMap::new();
-    for s in samples {
-        for (i, r) in &s.net {
-            let e = net.entry(i.clone()).or_default();
-            e.rx_mbit_s += r.rx_mbit_s / n;
-            e.tx_mbit_s += r.tx_mbit_s / n;
-        }
-    }
-    Some(Sample {
-        t_s: samples.last().map_or(0.0, |l| l.t_s) - samples.first().map_or(0.0, |f| f.t_s),
-        cpu_busy_pct: avg(|s| s.cpu_busy_pct),
-        cpu_user_pct: avg(|s| s.cpu_user_pct),
-        cpu_system_pct: avg(|s| s.cpu_system_pct),
-        cpu_iowait_pct: avg(|s| s.cpu_iowait_pct),
-        cpu_steal_pct: avg(|s| s.cpu_steal_pct),
-        ctxt_per_s: avg(|s| s.ctxt_per_s),
-        mem_available_mb: avg(|s| s.mem_available_mb),
-        dirty_mb: avg(|s| s.dirty_mb),
-        psi_cpu_some_pct: avg(|s| s.psi_cpu_some_pct),
-        psi_io_some_pct: avg(|s| s.psi_io_some_pct),
-        psi_io_full_pct: avg(|s| s.psi_io_full_pct),
-        psi_memory_some_pct: avg(|s| s.psi_memory_some_pct),
-        dbvs_cpu_pct: avg(|s| s.dbvs_cpu_pct),
-        server_cpu_pct: avg_opt(|s| s.server_cpu_pct),
-        disks,
-        net,
-        watts: avg_opt(|s| s.watts),
-    })
-}
-
 /// A running sampler; [`Sampler::finish`] stops it and summarizes.
 pub struct Sampler {
     stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<(Vec<Sample>, Duration)>>,
+    thread: Option<std::thread::JoinHandle<(keep::Keeper, Duration)>>,
     begun: Instant,
-    window: Arc<Mutex<(Option<f64>, Option<f64>)>>,
+    window: Arc<Mutex<keep::Window>>,
     report: Telemetry,
-    peak_minutes: f64,
 }
 
 impl Sampler {
@@ -370,9 +321,11 @@ impl Sampler {
         }
         let stop = Arc::new(AtomicBool::new(false));
         let begun = Instant::now();
-        let (flag, interval, pid_files) = (stop.clone(), opts.interval, opts.server_pid_files.clone());
+        let window = Arc::<Mutex<keep::Window>>::default();
+        let (flag, interval, pid_files, bounds) =
+            (stop.clone(), opts.interval, opts.server_pid_files.clone(), window.clone());
+        let mut kept = keep::Keeper::new(interval.as_secs_f64(), opts.peak_minutes);
         let thread = std::thread::Builder::new().name("telemetry".into()).spawn(move || {
-            let mut samples = Vec::new();
             let mut prev = Reading::take(&devs, &pid_files);
             let mut own_cpu = thread_cpu();
             loop {
@@ -391,61 +344,46 @@ impl Sampler {
                 let mut sample = cur.since(&prev, begun, spent.saturating_sub(own_cpu));
                 own_cpu = spent;
                 sample.watts = watts;
-                samples.push(sample);
+                kept.add(sample, *bounds.lock().unwrap_or_else(|p| p.into_inner()));
                 prev = cur;
                 if done {
                     break;
                 }
             }
-            (samples, thread_cpu())
+            (kept, thread_cpu())
         })?;
-        Ok(Sampler {
-            stop,
-            thread: Some(thread),
-            begun,
-            window: Arc::default(),
-            report,
-            peak_minutes: opts.peak_minutes,
-        })
+        Ok(Sampler { stop, thread: Some(thread), begun, window, report })
     }
 
     /// The window starts with the last instance's.
     pub fn window_start(&self) {
-        self.window.lock().unwrap_or_else(|p| p.into_inner()).0 = Some(self.begun.elapsed().as_secs_f64());
+        self.window.lock().unwrap_or_else(|p| p.into_inner()).start = Some(self.begun.elapsed().as_secs_f64());
     }
 
     /// The window ends with the first instance's (staggered instances all measure from the
     /// last one's start to the first one's end).
     pub fn window_end(&self) {
-        self.window.lock().unwrap_or_else(|p| p.into_inner()).1.get_or_insert(self.begun.elapsed().as_secs_f64());
+        self.window.lock().unwrap_or_else(|p| p.into_inner()).end.get_or_insert(self.begun.elapsed().as_secs_f64());
     }
 
     /// Stops sampling and summarizes; `headline` (value, unit) gives perf per watt.
     pub fn finish(mut self, headline: Option<(f64, &str)>) -> Telemetry {
         self.stop.store(true, Ordering::Relaxed);
-        let (samples, cpu) = self.thread.take().and_then(|t| t.join().ok()).unwrap_or_default();
-        let wall = self.begun.elapsed().as_secs_f64().max(1e-3);
-        let (start, end) = *self.window.lock().unwrap_or_else(|p| p.into_inner());
-        // Staggered instances that never measured at once: the last one's window instead.
-        let (start, end) = (start.unwrap_or(0.0), end.filter(|e| *e > start.unwrap_or(0.0)).unwrap_or(wall));
-        // A sample belongs to the window when its interval's middle falls inside it.
-        let interval = self.report.interval_s;
-        let within = |from: f64| -> Vec<&Sample> {
-            samples.iter().filter(|s| (from..=end + 1e-9).contains(&(s.t_s - interval / 2.0))).collect()
-        };
         let mut r = std::mem::take(&mut self.report);
-        r.window = average(&within(start));
-        // Only a window longer than the tail has one of its own (seed 000's "last 10
-        // minutes of peak" in a 30-minute run).
-        let tail_from = end - 60.0 * self.peak_minutes;
-        r.peak_tail = if tail_from > start { average(&within(tail_from)) } else { None };
+        let Some((kept, cpu)) = self.thread.take().and_then(|t| t.join().ok()) else {
+            return r;
+        };
+        let wall = self.begun.elapsed().as_secs_f64().max(1e-3);
+        let window = *self.window.lock().unwrap_or_else(|p| p.into_inner());
+        let kept = kept.finish(window, wall);
+        (r.samples, r.series_halvings, r.window, r.peak_tail) =
+            (kept.series, kept.halvings, kept.window, kept.peak_tail);
         r.power.window_w = r.window.as_ref().and_then(|w| w.watts);
         if let (Some((value, unit)), Some(w)) = (headline, r.power.window_w.filter(|w| *w > 0.0)) {
             r.power.per_watt = Some(value / w);
             r.power.per_watt_unit = Some(format!("{unit}/W"));
         }
         r.sampler_cpu_pct = 100.0 * cpu.as_secs_f64() / wall;
-        r.samples = samples;
         r
     }
 }

@@ -23,7 +23,7 @@ fn val(v: Value) -> Val {
         Value::UInt(u) => Val::Int(u as i64),
         Value::Float(f) => Val::Real(f.into()),
         Value::Double(d) => Val::Real(d),
-        Value::Bytes(b) => Val::Text(String::from_utf8_lossy(&b).into_owned()),
+        Value::Bytes(b) => Val::text(b),
         _ => Val::Other,
     }
 }

@@ -41,7 +41,7 @@ fn val(v: ValueRef) -> Val {
         ValueRef::Null => Val::Null,
         ValueRef::Integer(i) => Val::Int(i),
         ValueRef::Real(f) => Val::Real(f),
-        ValueRef::Text(t) => Val::Text(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Text(t) => Val::text(t.to_vec()),
         ValueRef::Blob(_) => Val::Other,
     }
 }
