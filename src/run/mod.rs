@@ -283,7 +283,11 @@ impl SetUp {
         record.telemetry = Some(telemetry);
         if let Some(l) = &spec.db.limits {
             let usage = crate::sys::cgroup::Usage::read(groups).since(&limits_before);
-            record.limits = Some(crate::record::LimitsRecord { applied_to: l.applies_to.describe().into(), usage });
+            let mut applied_to = l.applies_to.describe().to_string();
+            if !spec.db.fuse_daemons.is_empty() {
+                applied_to.push_str(" and the FUSE daemon");
+            }
+            record.limits = Some(crate::record::LimitsRecord { applied_to, usage });
         }
         Ok((record, details))
     }

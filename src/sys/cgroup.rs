@@ -123,6 +123,13 @@ fn sweep(parent: &Path) {
 impl Drop for Group {
     fn drop(&mut self) {
         for d in &self.dirs {
+            // A FUSE daemon admitted to the group outlives it (its mount goes last): back to
+            // the parent, so the group can go.
+            if let Some(parent) = d.parent() {
+                for pid in read(d, "cgroup.procs").lines() {
+                    let _ = std::fs::write(parent.join("cgroup.procs"), pid);
+                }
+            }
             // The runs' processes have exited by now; give the kernel a moment to notice.
             for _ in 0..50 {
                 if std::fs::remove_dir(d).is_ok() || !d.exists() {
@@ -132,6 +139,12 @@ impl Drop for Group {
             }
         }
     }
+}
+
+/// Moves the running process `pid` (all its threads) into the group at `dir`.
+pub fn move_to(dir: &Path, pid: u32) -> Result<()> {
+    std::fs::write(dir.join("cgroup.procs"), pid.to_string())
+        .with_context(|| format!("cannot move process {pid} into control group {}", dir.display()))
 }
 
 /// Makes `cmd`'s process join the groups in `dirs` before it executes, so everything it

@@ -144,8 +144,30 @@ impl Settings {
                 group.set("io.max", &format!("{dev} {}", spec.join(" ")))?;
             }
         }
+        self.admit_daemons(&group, &p.daemons)?;
         p.cgroups = group.dirs.clone();
         p.guards.push(Box::new(group));
+        Ok(())
+    }
+
+    /// gocryptfs encrypts in its FUSE daemon, which works for the server: it shares the
+    /// server's CPU and I/O budget, as the seeds' single-core VMs shared their core with the
+    /// encryptor (outside it, gocryptfs would get a core that TDE does not). Not its memory
+    /// limit: reclaim there waiting on a FUSE write that only the daemon can finish deadlocks.
+    fn admit_daemons(&self, group: &Group, daemons: &[u32]) -> Result<()> {
+        let memory = self.memory.is_some().then(|| group.dir_for("memory.limit_in_bytes"));
+        if !daemons.is_empty() && memory.is_some() && group.version == Version::V2 {
+            bail!(
+                "limits: with cgroup v2 the FUSE daemon cannot share these CPU limits without their memory limit; \
+                 limit memory for the whole run instead (a study's workload memory = \"...\"), which gives the \
+                 daemon a group of its own"
+            );
+        }
+        for dir in group.dirs.iter().filter(|d| Some(d.as_path()) != memory) {
+            for &pid in daemons {
+                crate::sys::cgroup::move_to(dir, pid)?;
+            }
+        }
         Ok(())
     }
 }

@@ -419,6 +419,20 @@ mod tests {
     }
 
     #[test]
+    fn the_gocryptfs_daemon_shares_the_variants_cpu_limit_and_the_group_goes_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = parse("name = 'g'\nencryption = 'gocryptfs'\nlimits = { cpus = 0.5 }").setup(dir.path()).unwrap();
+        let (daemon, groups) = (p.daemons[0], p.cgroups.clone());
+        let cgroup = std::fs::read_to_string(format!("/proc/{daemon}/cgroup")).unwrap();
+        for g in &groups {
+            let name = g.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(cgroup.contains(&name), "the daemon is in {name}: {cgroup}");
+        }
+        drop(p);
+        assert!(groups.iter().all(|g| !g.exists()), "the group goes with the variant though the daemon outlived it");
+    }
+
+    #[test]
     fn a_failed_setup_leaves_nothing_behind() {
         let dir = tempfile::tempdir().unwrap();
         let v = parse("name = 's'\nencryption = { layer = 'sqlcipher', key = { command = 'exit 1' } }");
