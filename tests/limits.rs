@@ -7,6 +7,10 @@ use common::*;
 use serde_json::Value;
 use std::path::Path;
 
+/// A quota's effect is measured against an unlimited run, which another test's server
+/// beside it would slow.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn study(dir: &Path, body: &str) -> Value {
     let f = dir.join("s.toml");
     std::fs::write(&f, body).unwrap();
@@ -31,6 +35,7 @@ fn no_groups_left() {
 
 #[test]
 fn a_cpu_quota_on_sqlite_slows_the_run_and_the_kernel_says_it_throttled() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let r = study(
         dir.path(),
@@ -51,6 +56,7 @@ fn a_cpu_quota_on_sqlite_slows_the_run_and_the_kernel_says_it_throttled() {
 
 #[test]
 fn limits_on_postgres_apply_to_the_server_processes() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let dir = reachable_tempdir();
     let r = study(
         dir.path(),
