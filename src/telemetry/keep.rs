@@ -8,12 +8,12 @@ use std::collections::VecDeque;
 
 /// The series' length at which neighbours merge: 10 minutes at the default 1 s, so a run
 /// of that length or shorter keeps every sample.
-pub const SERIES_CAP: usize = 600;
+const SERIES_CAP: usize = 600;
 
 /// A running mean of samples, field by field (a device or interface missing from a sample
 /// counts as idle in it).
 #[derive(Default)]
-pub struct Mean {
+struct Mean {
     n: usize,
     sum: Sample,
     server_n: usize,
@@ -22,7 +22,7 @@ pub struct Mean {
 }
 
 impl Mean {
-    pub fn add(&mut self, s: &Sample) {
+    fn add(&mut self, s: &Sample) {
         if self.n == 0 {
             self.first_t = s.t_s;
         }
@@ -54,7 +54,7 @@ impl Mean {
 
     /// The mean, with `t_s` the seconds from the first sample's end to the last's (None
     /// when empty).
-    pub fn get(&self) -> Option<Sample> {
+    fn get(&self) -> Option<Sample> {
         let mut m = self.merged()?;
         m.t_s -= self.first_t;
         Some(m)
