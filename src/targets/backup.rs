@@ -108,8 +108,9 @@ pub fn mariadb_dump(place: &BackupPlace, info: &MyConnInfo, db: &str, dest: &Pat
 
 /// `pg_basebackup` of the whole cluster into the new directory `dest`, as plain files with
 /// the WAL it needs. PostgreSQL has no physical backup of one database.
-pub fn pg_basebackup(place: &BackupPlace, info: &PgConnInfo, dest: &Path) -> Result<()> {
+pub fn pg_basebackup(place: &BackupPlace, info: &PgConnInfo, dest: &Path, cgroups: &[PathBuf]) -> Result<()> {
     let mut cmd = Command::new(place.tool("pg_basebackup", "postgresql-client")?);
+    crate::sys::cgroup::join_on_spawn(&mut cmd, cgroups)?;
     cmd.args(["-Fp", "-X", "fetch", "-c", "fast", "--no-password", "-h", &info.host, "-p", &info.port.to_string()])
         .args(["-U", &info.user, "-D"])
         .arg(dest);
@@ -125,7 +126,13 @@ pub fn pg_basebackup(place: &BackupPlace, info: &PgConnInfo, dest: &Path) -> Res
 /// tablespace and the redo log written meanwhile. `server` holds the server's own options
 /// (data directory, encryption plugin and key file), which mariabackup reads to open the
 /// files; they go in an option file, as the server's would.
-pub fn mariabackup(server: &[(String, String)], socket: &Path, db: &str, dest: &Path) -> Result<()> {
+pub fn mariabackup(
+    server: &[(String, String)],
+    socket: &Path,
+    db: &str,
+    dest: &Path,
+    cgroups: &[PathBuf],
+) -> Result<()> {
     let tool = crate::sys::require("mariabackup", "mariadb-backup")?;
     let options = tempfile::Builder::new().prefix("dbvs-mariabackup-").tempfile()?;
     writeln!(options.as_file(), "[mysqld]")?;
@@ -133,6 +140,7 @@ pub fn mariabackup(server: &[(String, String)], socket: &Path, db: &str, dest: &
         writeln!(options.as_file(), "{k}={v}")?;
     }
     let mut cmd = Command::new(tool);
+    crate::sys::cgroup::join_on_spawn(&mut cmd, cgroups)?;
     cmd.arg(format!("--defaults-file={}", options.path().display()))
         .args(["--backup", "--user=root"])
         .arg(format!("--socket={}", socket.display()))

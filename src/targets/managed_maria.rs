@@ -272,7 +272,7 @@ impl ManagedMaria {
         let mut options = vec![("datadir".to_string(), path(&data)), ("tmpdir".to_string(), path(&tmpdir(&data)))];
         options.extend(self.redo_dir(&data).map(|r| ("innodb_log_group_home_dir".to_string(), path(&r))));
         options.extend(self.settings.iter().cloned());
-        super::backup::mariabackup(&options, &socket(&data), db, dest)
+        super::backup::mariabackup(&options, &socket(&data), db, dest, &self.cgroups)
     }
 
     /// One of the server's status variables (`SHOW GLOBAL STATUS`), as text; empty when

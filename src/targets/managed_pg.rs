@@ -219,6 +219,10 @@ impl ManagedPg {
 }
 
 impl super::ManagedServer for ManagedPg {
+    fn cgroups(&self) -> &[PathBuf] {
+        &self.cgroups
+    }
+
     fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(self.log()).unwrap_or_default();
         let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();

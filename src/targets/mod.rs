@@ -138,6 +138,11 @@ pub trait ManagedServer: Send + Sync {
     /// Where its write-ahead log lives (PostgreSQL's WAL, MariaDB's redo log), when that is
     /// not inside the data directory.
     fn log_dir(&self) -> Option<PathBuf>;
+    /// The control groups it runs in (a variant's limits), which its backup tool joins too:
+    /// the seed's server backed up inside its one-core VM.
+    fn cgroups(&self) -> &[PathBuf] {
+        &[]
+    }
     /// The file holding the server's process id.
     fn pid_file(&self) -> PathBuf {
         self.data_dir().join("postmaster.pid")

@@ -244,7 +244,7 @@ impl Database for PgDb {
     fn backup(&self, name: &str) -> Result<std::path::PathBuf> {
         let dest = self.backups.file(name);
         match &self._server {
-            Some(_) => super::backup::pg_basebackup(&self.backups, &self.info, &dest)?,
+            Some(s) => super::backup::pg_basebackup(&self.backups, &self.info, &dest, s.cgroups())?,
             None => super::backup::pg_dump(&self.backups, &self.info, &self.name, &dest)?,
         }
         Ok(dest)
