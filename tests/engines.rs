@@ -246,6 +246,22 @@ fn deferred(engine: Engine) {
     });
     assert_eq!(undone.unwrap(), Outcome::RolledBack);
     assert_eq!(balance(&mut session), 8, "a rollback drops what was deferred");
+
+    // A run of one statement goes as one batch where the engine has them (MariaDB).
+    let batched = session.transaction(false, &mut rec, &mut |tx| {
+        tx.defer(add, &[Int(2), Int(1)])?;
+        tx.defer(add, &[Int(3), Int(1)])?;
+        Ok(Outcome::Committed)
+    });
+    assert_eq!(batched.unwrap(), Outcome::Committed);
+    assert_eq!(balance(&mut session), 13, "every write of a run ran, once");
+    let failed = session.transaction(false, &mut rec, &mut |tx| {
+        tx.defer(insert, &[Int(2)])?;
+        tx.defer(insert, &[Int(1)])?; // a duplicate inside the run
+        Ok(Outcome::Committed)
+    });
+    assert!(failed.is_err(), "a duplicate inside a run fails the transaction at the commit");
+    assert!(session.query(read, &[Int(2)]).unwrap().is_empty(), "and its first write is rolled back");
 }
 
 /// One test per workload and engine: `workload::engine`.

@@ -43,6 +43,25 @@ impl MariaSession {
 struct MariaTx<'a, 'c> {
     tx: &'a mut mysql::Transaction<'c>,
     st: &'a [Statement],
+    /// Writes deferred ([`Tx::defer`]) and not yet sent.
+    deferred: Vec<(Q, Vec<Value>)>,
+}
+
+impl MariaTx<'_, '_> {
+    /// Sends the deferred writes, in order. The protocol has no pipeline, but a run of the
+    /// same statement (a New-Order's stock updates) goes as one bulk execution
+    /// (COM_STMT_BULK_EXECUTE): one round trip for the run.
+    fn flush(&mut self) -> Result<(), DbError> {
+        let mut deferred = std::mem::take(&mut self.deferred);
+        for run in deferred.chunk_by_mut(|a, b| a.0 == b.0) {
+            let st = &self.st[run[0].0];
+            match run {
+                [(_, args)] => self.tx.exec_drop(st, std::mem::take(args))?,
+                _ => self.tx.exec_batch(st, run.iter_mut().map(|(_, args)| std::mem::take(args)))?,
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The rows of the statement's first result set: a CALL's columns are known only once its
@@ -58,12 +77,19 @@ fn query(c: &mut impl Queryable, st: &Statement, args: &[Arg]) -> Result<Rows, D
 
 impl Tx for MariaTx<'_, '_> {
     fn query(&mut self, q: Q, args: &[Arg]) -> Result<Rows, DbError> {
+        self.flush()?;
         query(self.tx, &self.st[q], args)
     }
 
     fn execute(&mut self, q: Q, args: &[Arg]) -> Result<u64, DbError> {
+        self.flush()?;
         let result = self.tx.exec_iter(&self.st[q], args.iter().map(value).collect::<Vec<_>>())?;
         Ok(result.affected_rows())
+    }
+
+    fn defer(&mut self, q: Q, args: &[Arg]) -> Result<(), DbError> {
+        self.deferred.push((q, args.iter().map(value).collect()));
+        Ok(())
     }
 }
 
@@ -84,10 +110,15 @@ impl Session for MariaSession {
     ) -> Result<Outcome> {
         let (c, st) = (&mut self.c, &self.st);
         restarting(rec, DbError::conflict, || {
+            // Dropped on an error, the transaction rolls back.
             let mut tx = c.start_transaction(TxOpts::default())?;
-            let outcome = body(&mut MariaTx { tx: &mut tx, st })?;
+            let mut work = MariaTx { tx: &mut tx, st, deferred: Vec::new() };
+            let outcome = body(&mut work)?;
             match outcome {
-                Outcome::Committed => tx.commit()?,
+                Outcome::Committed => {
+                    work.flush()?;
+                    tx.commit()?
+                }
                 Outcome::RolledBack => tx.rollback()?,
             }
             Ok(outcome)
