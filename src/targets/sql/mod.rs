@@ -189,7 +189,8 @@ pub trait Tx {
     fn execute(&mut self, q: Q, args: &[Arg]) -> Result<u64, DbError>;
     /// Runs write `q`, whose count the transaction does not read, no later than the next
     /// statement or the commit; its failure surfaces there. PostgreSQL sends it with that
-    /// statement in one pipeline (one round trip for both); the others run it now.
+    /// statement in one pipeline (one round trip for both); MariaDB sends a run of one
+    /// statement as one bulk execution; SQLite runs it now.
     fn defer(&mut self, q: Q, args: &[Arg]) -> Result<(), DbError> {
         self.execute(q, args).map(drop)
     }
