@@ -212,9 +212,16 @@ impl Keeper {
         if let Some(s) = std::mem::take(&mut self.pending).merged() {
             self.series.push(s);
         }
-        // Merged as soon as it fills, so every sample of the series covers as many intervals.
+        // Merged as soon as it fills, so every sample of the series covers as many
+        // intervals; in place, so the series never needs more room than its first fill.
         if self.series.len() == SERIES_CAP {
-            self.series = self.series.chunks(2).filter_map(merge).collect();
+            for i in 0..SERIES_CAP / 2 {
+                let mut m = Mean::default();
+                m.add(&self.series[2 * i]);
+                m.add(&self.series[2 * i + 1]);
+                self.series[i] = m.merged().unwrap_or_default();
+            }
+            self.series.truncate(SERIES_CAP / 2);
             self.halvings += 1;
         }
     }
@@ -235,12 +242,6 @@ impl Keeper {
             .flatten();
         Kept { series: self.series, halvings: self.halvings, window: self.window.get(), peak_tail }
     }
-}
-
-fn merge(pair: &[Sample]) -> Option<Sample> {
-    let mut m = Mean::default();
-    pair.iter().for_each(|s| m.add(s));
-    m.merged()
 }
 
 /// The mean of each field over `samples` (None when empty).
