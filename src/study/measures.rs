@@ -55,6 +55,8 @@ const SUITE: usize = 3;
 /// it gets its own paired CI over blocks.
 pub struct Suite {
     pub measure: Measure,
+    /// The `[workload]` entry it summarizes.
+    pub entry: usize,
     members: Vec<String>,
 }
 
@@ -67,7 +69,7 @@ pub fn suites(workloads: &[WorkloadConfig], seed: u64) -> Result<Vec<Suite>> {
         entries.entry(w.entry).or_default().push(w);
     }
     let mut out = vec![];
-    for group in entries.values() {
+    for (&entry, group) in &entries {
         let mut declared = vec![];
         for w in group {
             declared.extend(w.args(seed).kind()?.measures().into_iter().map(|m| (w.label(), m)));
@@ -85,6 +87,7 @@ pub fn suites(workloads: &[WorkloadConfig], seed: u64) -> Result<Vec<Suite>> {
                 unit: if same_unit { first.unit.clone() } else { String::new() },
                 higher_is_better: first.higher_is_better,
             },
+            entry,
             members: declared.iter().map(|(l, m)| format!("{l} / {}", m.name)).collect(),
         });
     }
