@@ -144,7 +144,9 @@ fn run_blocks(
     // A study that opens with a suite (bignw's ten benchmarks) is answered by the suite's
     // mean, as seed 003's was by the average over its ten.
     let (lead, rest): (Vec<&measures::Suite>, Vec<_>) = suites.iter().partition(|s| s.entry == workloads[0].entry);
-    let all_measures: Vec<measures::Measure> = (lead.iter().map(|s| s.measure.clone()))
+    let all_measures: Vec<measures::Measure> = lead
+        .iter()
+        .map(|s| s.measure.clone())
         .chain(per_workload.concat())
         .chain(rest.iter().map(|s| s.measure.clone()))
         .collect();
