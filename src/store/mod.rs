@@ -70,6 +70,17 @@ pub struct Placement<'a> {
     pub workload: &'a str,
 }
 
+/// How long a process waits for others sharing the store.
+const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+fn is_busy(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<rusqlite::Error>()
+            .and_then(rusqlite::Error::sqlite_error_code)
+            .is_some_and(|code| code == rusqlite::ErrorCode::DatabaseBusy)
+    })
+}
+
 fn now() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
@@ -86,14 +97,24 @@ impl Store {
                 path.display()
             )
         };
-        let conn = Connection::open(path).with_context(unusable)?;
-        Self::set_up(conn, path).with_context(unusable)
+        // A few steps of opening (the switch to WAL above all) answer "busy" at once instead
+        // of waiting when another process opens the same new store; those steps are retried.
+        let deadline = std::time::Instant::now() + BUSY_WAIT;
+        loop {
+            let conn = Connection::open(path).with_context(unusable)?;
+            match Self::set_up(conn, path) {
+                Err(e) if is_busy(&e) && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(20))
+                }
+                done => return done.with_context(unusable),
+            }
+        }
     }
 
     /// Readies an open store: WAL, full sync, the schema, stale studies aborted.
     fn set_up(mut conn: Connection, path: &Path) -> Result<Self> {
         // Several dbvs processes may share the store; wait for each other's writes.
-        conn.busy_timeout(std::time::Duration::from_secs(30))?;
+        conn.busy_timeout(BUSY_WAIT)?;
         // Switching to WAL can fail busy without waiting, so only switch when needed.
         let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
@@ -328,13 +349,16 @@ mod tests {
     #[test]
     fn processes_opening_a_new_store_at_once_all_get_it() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.db");
-        std::thread::scope(|s| {
-            let opens: Vec<_> = (0..8).map(|_| s.spawn(|| Store::open(&path).map(|_| ()))).collect();
-            for o in opens {
-                o.join().unwrap().unwrap();
-            }
-        });
+        // The race is narrow: try it on many fresh files.
+        for round in 0..40 {
+            let path = dir.path().join(format!("r{round}.db"));
+            std::thread::scope(|s| {
+                let opens: Vec<_> = (0..8).map(|_| s.spawn(|| Store::open(&path).map(|_| ()))).collect();
+                for o in opens {
+                    o.join().unwrap().unwrap();
+                }
+            });
+        }
     }
 
     #[test]
