@@ -87,6 +87,11 @@ pub struct Pacing {
     /// Test-only: a busy-wait added to every unit, so verdict tests have a known slowdown.
     #[serde(with = "secs")]
     pub injected_delay: Duration,
+    /// Read each worker thread's CPU time around every unit. It is the engine's cost only
+    /// where the engine runs in the workers' threads (SQLite); elsewhere the two system
+    /// calls per unit would only add to the driver's own cost.
+    #[serde(skip)]
+    pub worker_cpu: bool,
 }
 
 mod secs {
@@ -396,7 +401,7 @@ fn work(
         }
         rec.clear();
         let t0 = Instant::now();
-        let cpu0 = thread_cpu();
+        let cpu0 = pacing.worker_cpu.then(thread_cpu);
         let outcome = match worker.run_unit(&mut rec) {
             Ok(o) => o,
             Err(e) => return fail(format!("{e:#}")),
@@ -412,7 +417,8 @@ fn work(
         done += 1;
         if phase.load(Relaxed) != PHASE_DONE {
             stats.record(i, &rec, outcome);
-            stats.account(&rec, t0.elapsed(), thread_cpu().saturating_sub(cpu0));
+            let cpu = cpu0.map_or(Duration::ZERO, |from| thread_cpu().saturating_sub(from));
+            stats.account(&rec, t0.elapsed(), cpu);
         }
         worker.unit_done();
         if think > 0.0 && stop.sleep(Duration::from_secs_f64(rng.random_range(0.0..2.0 * think))) {
@@ -479,6 +485,7 @@ mod tests {
             seed: 1,
             injected_delay: Duration::ZERO,
             first_worker: 0,
+            worker_cpu: true,
         }
     }
 

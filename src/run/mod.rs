@@ -208,6 +208,7 @@ impl SetUp {
     fn measure(&mut self, spec: &RunSpec) -> Result<(RunRecord, Vec<String>)> {
         let mut pacing = spec.pacing.pacing(spec.db.workload.seed);
         pacing.injected_delay = spec.db.inject_delay;
+        pacing.worker_cpu = self.target.info().engine == Engine::Sqlite;
         self.instances[0].0.adjust_pacing(&mut pacing);
         let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
         let bar = ProgressBar::with_draw_target(Some(pacing.warmup.as_secs()), ProgressDrawTarget::stderr());

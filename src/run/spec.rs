@@ -172,6 +172,7 @@ impl PacingSpec {
             seed,
             injected_delay: Duration::ZERO,
             first_worker: 0,
+            worker_cpu: false,
         }
     }
 }
