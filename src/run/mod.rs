@@ -203,13 +203,19 @@ impl SetUp {
         }
     }
 
-    /// Drives every instance at once, with telemetry, and folds their records into one;
-    /// also returns the workload's own summary lines.
-    fn measure(&mut self, spec: &RunSpec) -> Result<(RunRecord, Vec<String>)> {
-        let mut pacing = spec.pacing.pacing(spec.db.workload.seed);
+    /// How this set's workers are paced for `spec`, their streams drawn from `seed`.
+    fn pacing(&self, spec: &RunSpec, seed: u64) -> Pacing {
+        let mut pacing = spec.pacing.pacing(seed);
         pacing.injected_delay = spec.db.inject_delay;
         pacing.worker_cpu = self.target.info().engine == Engine::Sqlite;
         self.instances[0].0.adjust_pacing(&mut pacing);
+        pacing
+    }
+
+    /// Drives every instance at once, with telemetry, and folds their records into one;
+    /// also returns the workload's own summary lines.
+    fn measure(&mut self, spec: &RunSpec) -> Result<(RunRecord, Vec<String>)> {
+        let pacing = self.pacing(spec, spec.db.workload.seed);
         let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
         let bar = ProgressBar::with_draw_target(Some(pacing.warmup.as_secs()), ProgressDrawTarget::stderr());
         bar.set_style(
