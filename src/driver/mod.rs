@@ -87,9 +87,8 @@ pub struct Pacing {
     /// Test-only: a busy-wait added to every unit, so verdict tests have a known slowdown.
     #[serde(with = "secs")]
     pub injected_delay: Duration,
-    /// Read each worker thread's CPU time around every unit. It is the engine's cost only
-    /// where the engine runs in the workers' threads (SQLite); elsewhere the two system
-    /// calls per unit would only add to the driver's own cost.
+    /// Read each worker thread's CPU time around every unit: the engine's cost where it runs
+    /// in those threads (SQLite), elsewhere two system calls per unit of client cost only.
     #[serde(skip)]
     pub worker_cpu: bool,
 }
@@ -417,8 +416,7 @@ fn work(
         done += 1;
         if phase.load(Relaxed) != PHASE_DONE {
             stats.record(i, &rec, outcome);
-            let cpu = cpu0.map_or(Duration::ZERO, |from| thread_cpu().saturating_sub(from));
-            stats.account(&rec, t0.elapsed(), cpu);
+            stats.account(&rec, t0.elapsed(), cpu0.map_or(Duration::ZERO, |c| thread_cpu().saturating_sub(c)));
         }
         worker.unit_done();
         if think > 0.0 && stop.sleep(Duration::from_secs_f64(rng.random_range(0.0..2.0 * think))) {
