@@ -8,7 +8,7 @@
 pub mod stats;
 
 use crate::interrupt::{self, Stop};
-use crate::sys::StorageIo;
+use crate::sys::{thread_cpu, StorageIo};
 use hdrhistogram::Histogram;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
@@ -426,14 +426,6 @@ fn work(
     if let (Some(Some(from)), Some(to)) = (io_from, StorageIo::of("thread-self")) {
         stats.add_storage_io(to.since(from));
     }
-}
-
-/// CPU time the calling thread has used so far (user and system).
-fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime only writes into the timespec we pass.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 /// User plus system CPU seconds this process has used so far.

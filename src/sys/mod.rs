@@ -134,6 +134,14 @@ pub fn read_secret_file(path: &Path) -> Result<String> {
     Ok(text.trim_end_matches(['\n', '\r']).to_string())
 }
 
+/// CPU time the calling thread has used so far (user and system).
+pub fn thread_cpu() -> std::time::Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime only writes into the timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
 /// `n` random bytes as lowercase hex, from the OS.
 pub fn random_hex(n: usize) -> String {
     use rand::TryRngCore;

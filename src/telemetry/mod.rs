@@ -209,13 +209,6 @@ fn server_pid(pid_file: &std::path::Path) -> Option<u32> {
     read(&pid_file.display().to_string()).lines().next()?.trim().parse().ok()
 }
 
-fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: ts is a valid timespec to write into.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
 impl Reading {
     fn take(devices: &[String], pid_files: &[PathBuf]) -> Self {
         let all = proc::parse_diskstats(&read("/proc/diskstats"));
@@ -327,7 +320,7 @@ impl Sampler {
         let mut kept = keep::Keeper::new(interval.as_secs_f64(), opts.peak_minutes);
         let thread = std::thread::Builder::new().name("telemetry".into()).spawn(move || {
             let mut prev = Reading::take(&devs, &pid_files);
-            let mut own_cpu = thread_cpu();
+            let mut own_cpu = crate::sys::thread_cpu();
             loop {
                 let next = prev.at + interval;
                 while Instant::now() < next && !flag.load(Ordering::Relaxed) {
@@ -340,7 +333,7 @@ impl Sampler {
                 let cur = Reading::take(&devs, &pid_files);
                 let watts = source.as_mut().and_then(|s| s.read().ok().flatten());
                 // The sampler's own CPU is left out of dbvs's figure and reported apart.
-                let spent = thread_cpu();
+                let spent = crate::sys::thread_cpu();
                 let mut sample = cur.since(&prev, begun, spent.saturating_sub(own_cpu));
                 own_cpu = spent;
                 sample.watts = watts;
@@ -350,7 +343,7 @@ impl Sampler {
                     break;
                 }
             }
-            (kept, thread_cpu())
+            (kept, crate::sys::thread_cpu())
         })?;
         Ok(Sampler { stop, thread: Some(thread), begun, window, report })
     }
