@@ -24,7 +24,7 @@ use std::path::PathBuf;
 pub enum Connection {
     Sqlite(sqlite::SqliteConnection),
     Postgres(postgres::PgConnection),
-    MySql(::mysql::Conn),
+    MySql(mysql::MyConnection),
 }
 
 impl Connection {

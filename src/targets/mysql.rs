@@ -29,15 +29,35 @@ pub struct MyConnInfo {
 /// The node the next session of a cluster connects to.
 static NEXT_NODE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// A deadlock (1213) or lock wait timeout (1205), by name: the transaction should be run again.
 /// The most statements one connection keeps prepared.
 pub const SESSION_STATEMENTS: usize = 1024;
 
-pub fn conflict(e: &::mysql::Error) -> Option<&'static str> {
-    match e {
-        ::mysql::Error::MySqlError(m) if m.code == 1213 => Some("deadlock"),
-        ::mysql::Error::MySqlError(m) if m.code == 1205 => Some("lock wait timeout"),
+/// A deadlock (1213) or lock wait timeout (1205), by name: the transaction should be run again.
+pub fn conflict(code: u16) -> Option<&'static str> {
+    match code {
+        1213 => Some("deadlock"),
+        1205 => Some("lock wait timeout"),
         _ => None,
+    }
+}
+
+/// A connection on the `mysql` crate (builds, checks, administration) that keeps its
+/// settings, so a worker's session can reopen it on dbvs's own client ([`crate::targets::sql`]).
+pub struct MyConnection {
+    pub conn: mysql::Conn,
+    pub session: crate::targets::sql::WireOpts,
+}
+
+impl std::ops::Deref for MyConnection {
+    type Target = mysql::Conn;
+    fn deref(&self) -> &mysql::Conn {
+        &self.conn
+    }
+}
+
+impl std::ops::DerefMut for MyConnection {
+    fn deref_mut(&mut self) -> &mut mysql::Conn {
+        &mut self.conn
     }
 }
 
@@ -82,6 +102,17 @@ impl MyConnInfo {
             };
             anyhow::anyhow!("cannot connect to MariaDB at {}:{} as {}: {e}; {fix}", self.host, self.port, self.user)
         })
+    }
+
+    /// Where a worker's session on database `db` connects: node `port` of this server.
+    fn session(&self, port: u16, db: &str) -> crate::targets::sql::WireOpts {
+        crate::targets::sql::WireOpts {
+            host: self.host.clone(),
+            port,
+            user: self.user.clone(),
+            password: self.password.clone(),
+            db: db.to_string(),
+        }
     }
 
     fn admin(&self, statements: &[String]) -> Result<()> {
@@ -307,7 +338,8 @@ impl Database for MyDb {
     fn connect(&self) -> Result<Connection> {
         let info = &self.info;
         if info.other_nodes.is_empty() {
-            return Ok(Connection::MySql(info.connect(Some(&self.name))?));
+            let conn = info.connect(Some(&self.name))?;
+            return Ok(Connection::MySql(MyConnection { conn, session: info.session(info.port, &self.name) }));
         }
         let n = NEXT_NODE.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % (info.other_nodes.len() + 1);
         let port = if n == 0 { info.port } else { info.other_nodes[n - 1] };
@@ -316,7 +348,7 @@ impl Database for MyDb {
         let mut c = MyConnInfo { port, ..info.clone() }.connect(None)?;
         c.query_drop("SELECT 1")?;
         c.query_drop(format!("USE `{}`", self.name))?;
-        Ok(Connection::MySql(c))
+        Ok(Connection::MySql(MyConnection { conn: c, session: info.session(port, &self.name) }))
     }
     fn client_env(&self) -> Result<Vec<(String, String)>> {
         Ok(self.info.client_env(&self.name))

@@ -10,6 +10,7 @@
 
 pub mod bulk;
 mod mariadb;
+pub use mariadb::{WireError, WireOpts};
 mod postgres;
 mod sqlite;
 
@@ -143,6 +144,8 @@ pub enum DbError {
     Postgres(#[from] ::postgres::Error),
     #[error(transparent)]
     MySql(#[from] ::mysql::Error),
+    #[error(transparent)]
+    Maria(#[from] WireError),
     /// The database holds something the workload did not put there.
     #[error("{0}")]
     Data(String),
@@ -157,7 +160,9 @@ impl DbError {
         match self {
             DbError::Sqlite(e) => super::sqlite::conflict(e),
             DbError::Postgres(e) => super::postgres::conflict(e),
-            DbError::MySql(e) => super::mysql::conflict(e),
+            DbError::MySql(::mysql::Error::MySqlError(e)) => super::mysql::conflict(e.code),
+            DbError::MySql(_) => None,
+            DbError::Maria(e) => e.code().and_then(super::mysql::conflict),
             DbError::Data(_) => None,
             DbError::Conflict(kind) => Some(kind),
         }
@@ -171,6 +176,7 @@ impl DbError {
             DbError::Sqlite(e) => sqlite::duplicate(e),
             DbError::Postgres(e) => e.code() == Some(&::postgres::error::SqlState::UNIQUE_VIOLATION),
             DbError::MySql(::mysql::Error::MySqlError(m)) => m.code == 1062,
+            DbError::Maria(e) => e.code() == Some(1062),
             _ => false,
         };
         if duplicate {
@@ -273,7 +279,7 @@ fn prepared(conn: Connection, sql: Vec<String>) -> Result<Box<dyn Session>> {
     Ok(match conn {
         Connection::Sqlite(c) => Box::new(sqlite::SqliteSession::new(c, sql)),
         Connection::Postgres(c) => Box::new(postgres::PgSession::open(c, &sql)?),
-        Connection::MySql(c) => Box::new(mariadb::MariaSession::new(c, &sql)?),
+        Connection::MySql(c) => Box::new(mariadb::MariaSession::open(c, &sql)?),
     })
 }
 

@@ -2,19 +2,16 @@
 
 use super::{Arg, DbError, Rows, Session, Tx, Val, Q};
 use crate::driver::{restarting, Outcome, UnitRecorder};
+use crate::targets::mysql::MyConnection;
 use crate::targets::Engine;
 use anyhow::Result;
 use mysql::prelude::Queryable;
-use mysql::{Conn, Statement, TxOpts, Value};
+use mysql::{Conn, Value};
+use wire::{Prepared, Wire};
 
-fn value(a: &Arg) -> Value {
-    match a {
-        Arg::Int(v) => Value::Int(*v),
-        Arg::Real(v) => Value::Double(*v),
-        Arg::Text(s) => Value::Bytes(s.as_bytes().to_vec()),
-        Arg::Null => Value::NULL,
-    }
-}
+mod wire;
+
+pub use wire::{WireError, WireOpts};
 
 fn val(v: Value) -> Val {
     match v {
@@ -28,67 +25,84 @@ fn val(v: Value) -> Val {
     }
 }
 
-pub struct MariaSession {
-    c: Conn,
-    st: Vec<Statement>,
-}
-
-impl MariaSession {
-    pub fn new(mut c: Conn, sql: &[String]) -> Result<Self> {
-        let st = sql.iter().map(|s| c.prep(s)).collect::<Result<_, _>>()?;
-        Ok(Self { c, st })
+/// A deferred write's argument, kept until it is sent.
+fn owned(a: &Arg) -> Val {
+    match a {
+        Arg::Int(v) => Val::Int(*v),
+        Arg::Real(v) => Val::Real(*v),
+        Arg::Text(s) => Val::Text(s.to_string()),
+        Arg::Null => Val::Null,
     }
 }
 
-struct MariaTx<'a, 'c> {
-    tx: &'a mut mysql::Transaction<'c>,
-    st: &'a [Statement],
-    /// Writes deferred ([`Tx::defer`]) and not yet sent.
-    deferred: Vec<(Q, Vec<Value>)>,
+fn arg(v: &Val) -> Arg<'_> {
+    match v {
+        Val::Int(v) => Arg::Int(*v),
+        Val::Real(v) => Arg::Real(*v),
+        Val::Text(s) => Arg::Text(s),
+        Val::Null | Val::Other => Arg::Null,
+    }
 }
 
-impl MariaTx<'_, '_> {
+/// A worker's session: its own connection on dbvs's binary-protocol client ([`wire`]).
+pub struct MariaSession {
+    w: Wire,
+    st: Vec<Prepared>,
+}
+
+impl MariaSession {
+    /// Opens the worker's connection with the settings of `conn` (which is then closed) and
+    /// prepares `sql` on it.
+    pub fn open(conn: MyConnection, sql: &[String]) -> Result<Self> {
+        let opts = conn.session.clone();
+        drop(conn);
+        let mut w = Wire::connect(&opts)
+            .map_err(|e| anyhow::anyhow!("cannot open a session on MariaDB at {}:{}: {e}", opts.host, opts.port))?;
+        let st = sql
+            .iter()
+            .map(|s| w.prepare(s).map_err(|e| anyhow::anyhow!("cannot prepare `{s}` on MariaDB: {e}")))
+            .collect::<Result<_>>()?;
+        Ok(Self { w, st })
+    }
+}
+
+struct MariaTx<'a> {
+    w: &'a mut Wire,
+    st: &'a mut [Prepared],
+    /// Writes deferred ([`Tx::defer`]) and not yet sent.
+    deferred: Vec<(Q, Vec<Val>)>,
+}
+
+impl MariaTx<'_> {
     /// Sends the deferred writes, in order. The protocol has no pipeline, but a run of the
     /// same statement (a New-Order's stock updates) goes as one bulk execution
     /// (COM_STMT_BULK_EXECUTE): one round trip for the run.
     fn flush(&mut self) -> Result<(), DbError> {
-        let mut deferred = std::mem::take(&mut self.deferred);
-        for run in deferred.chunk_by_mut(|a, b| a.0 == b.0) {
-            let st = &self.st[run[0].0];
-            match run {
-                [(_, args)] => self.tx.exec_drop(st, std::mem::take(args))?,
-                _ => self.tx.exec_batch(st, run.iter_mut().map(|(_, args)| std::mem::take(args)))?,
-            }
+        let deferred = std::mem::take(&mut self.deferred);
+        for run in deferred.chunk_by(|a, b| a.0 == b.0) {
+            let args: Vec<Vec<Arg>> = run.iter().map(|(_, vals)| vals.iter().map(arg).collect()).collect();
+            let batch: Vec<&[Arg]> = args.iter().map(Vec::as_slice).collect();
+            self.w.execute_batch(&mut self.st[run[0].0], &batch)?;
         }
         Ok(())
     }
 }
 
-/// The rows of the statement's first result set: a CALL's columns are known only once its
-/// procedure has selected them, and the sets after it are drained unread.
-fn query(c: &mut impl Queryable, st: &Statement, args: &[Arg]) -> Result<Rows, DbError> {
-    let mut result = c.exec_iter(st, args.iter().map(value).collect::<Vec<_>>())?;
-    let mut out = Rows { cols: result.columns().as_ref().len(), vals: Vec::new() };
-    for row in result.by_ref() {
-        out.vals.extend(row?.unwrap().into_iter().map(val));
-    }
-    Ok(out)
-}
-
-impl Tx for MariaTx<'_, '_> {
+impl Tx for MariaTx<'_> {
     fn query(&mut self, q: Q, args: &[Arg]) -> Result<Rows, DbError> {
         self.flush()?;
-        query(self.tx, &self.st[q], args)
+        let mut rows = Rows::default();
+        self.w.execute(&mut self.st[q], args, Some(&mut rows))?;
+        Ok(rows)
     }
 
     fn execute(&mut self, q: Q, args: &[Arg]) -> Result<u64, DbError> {
         self.flush()?;
-        let result = self.tx.exec_iter(&self.st[q], args.iter().map(value).collect::<Vec<_>>())?;
-        Ok(result.affected_rows())
+        Ok(self.w.execute(&mut self.st[q], args, None)?)
     }
 
     fn defer(&mut self, q: Q, args: &[Arg]) -> Result<(), DbError> {
-        self.deferred.push((q, args.iter().map(value).collect()));
+        self.deferred.push((q, args.iter().map(owned).collect()));
         Ok(())
     }
 }
@@ -99,7 +113,9 @@ impl Session for MariaSession {
     }
 
     fn query(&mut self, q: Q, args: &[Arg]) -> Result<Rows, DbError> {
-        query(&mut self.c, &self.st[q], args)
+        let mut rows = Rows::default();
+        self.w.execute(&mut self.st[q], args, Some(&mut rows))?;
+        Ok(rows)
     }
 
     fn transaction(
@@ -108,20 +124,25 @@ impl Session for MariaSession {
         rec: &mut UnitRecorder,
         body: &mut dyn FnMut(&mut dyn Tx) -> Result<Outcome, DbError>,
     ) -> Result<Outcome> {
-        let (c, st) = (&mut self.c, &self.st);
+        let (w, st) = (&mut self.w, &mut self.st);
         restarting(rec, DbError::conflict, || {
-            // Dropped on an error, the transaction rolls back.
-            let mut tx = c.start_transaction(TxOpts::default())?;
-            let mut work = MariaTx { tx: &mut tx, st, deferred: Vec::new() };
-            let outcome = body(&mut work)?;
-            match outcome {
-                Outcome::Committed => {
-                    work.flush()?;
-                    tx.commit()?
-                }
-                Outcome::RolledBack => tx.rollback()?,
+            w.query("START TRANSACTION")?;
+            let mut work = MariaTx { w: &mut *w, st: &mut st[..], deferred: Vec::new() };
+            let done = body(&mut work).and_then(|outcome| {
+                match outcome {
+                    Outcome::Committed => {
+                        work.flush()?;
+                        work.w.query("COMMIT")?
+                    }
+                    Outcome::RolledBack => work.w.query("ROLLBACK")?,
+                };
+                Ok(outcome)
+            });
+            if done.is_err() {
+                // The server may have rolled back already (a deadlock does); this makes sure.
+                let _ = w.query("ROLLBACK");
             }
-            Ok(outcome)
+            done
         })
     }
 }

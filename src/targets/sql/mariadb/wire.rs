@@ -1,0 +1,624 @@
+//! A worker's MariaDB session on the binary protocol, written for the hot path.
+//!
+//! The `mysql` crate stays for builds, checks and administration. A worker's statements go
+//! through this client instead, because on a 2-core machine the client's CPU is taken from
+//! the server: the crate builds a row object per row, takes pooled buffers from a queue
+//! shared by every thread, and re-reads each statement's column definitions on every
+//! execution. Here a statement is one write and, for a point select, one read; rows decode
+//! straight into [`Rows`]; and the server sends column definitions only when they change
+//! (MariaDB's metadata cache, 10.6 and later). The handshake's packets come from
+//! `mysql_common`, the crate's own protocol library.
+
+use super::super::{Arg, Rows, Val};
+use mysql_common::constants::{CapabilityFlags as Caps, ColumnFlags, ColumnType, MariadbCapabilities as Ext};
+use mysql_common::io::ParseBuf;
+use mysql_common::packets::{AuthPlugin, HandshakePacket, HandshakeResponse};
+use mysql_common::proto::MySerialize;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+const COM_QUIT: u8 = 0x01;
+const COM_QUERY: u8 = 0x03;
+const COM_STMT_PREPARE: u8 = 0x16;
+const COM_STMT_EXECUTE: u8 = 0x17;
+const COM_STMT_BULK_EXECUTE: u8 = 0xfa;
+const SERVER_MORE_RESULTS_EXISTS: u16 = 0x0008;
+const MAX_PAYLOAD: usize = 0xff_ffff;
+
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    #[error("ERROR {code} ({state}): {message}")]
+    Server { code: u16, state: String, message: String },
+    #[error("MariaDB connection: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("MariaDB protocol: {0}")]
+    Protocol(String),
+}
+
+impl WireError {
+    pub fn code(&self) -> Option<u16> {
+        match self {
+            WireError::Server { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+}
+
+type Result<T, E = WireError> = std::result::Result<T, E>;
+
+fn protocol<T>(what: &str) -> Result<T> {
+    Err(WireError::Protocol(what.to_string()))
+}
+
+/// Where and as whom a session connects.
+#[derive(Clone, Debug)]
+pub struct WireOpts {
+    pub host: String,
+    pub port: u16,
+    pub user: String,
+    pub password: Option<String>,
+    pub db: String,
+}
+
+/// A column's binary encoding, from its definition.
+#[derive(Clone, Copy, Debug)]
+struct Col {
+    ty: ColumnType,
+    unsigned: bool,
+}
+
+/// A server-side prepared statement and the column types its rows come in.
+#[derive(Debug)]
+pub struct Prepared {
+    id: u32,
+    params: usize,
+    cols: Vec<Col>,
+}
+
+/// Reads the protocol's little-endian and length-encoded fields off a packet.
+struct Cursor<'a>(&'a [u8]);
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        if self.0.len() < n {
+            return protocol("packet ended early");
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+    fn u8(&mut self) -> Result<u8> {
+        Ok(self.take(1)?[0])
+    }
+    fn le<const N: usize>(&mut self) -> Result<[u8; N]> {
+        Ok(self.take(N)?.try_into().expect("took N bytes"))
+    }
+    fn lenenc(&mut self) -> Result<u64> {
+        Ok(match self.u8()? {
+            n @ 0..=0xfa => n as u64,
+            0xfc => u16::from_le_bytes(self.le()?) as u64,
+            0xfd => {
+                let b = self.take(3)?;
+                u32::from_le_bytes([b[0], b[1], b[2], 0]) as u64
+            }
+            0xfe => u64::from_le_bytes(self.le()?),
+            _ => return protocol("bad length-encoded integer"),
+        })
+    }
+    fn lenenc_bytes(&mut self) -> Result<&'a [u8]> {
+        let n = self.lenenc()? as usize;
+        self.take(n)
+    }
+}
+
+fn put_lenenc(out: &mut Vec<u8>, n: u64) {
+    match n {
+        0..=0xfa => out.push(n as u8),
+        0xfb..=0xffff => {
+            out.push(0xfc);
+            out.extend_from_slice(&(n as u16).to_le_bytes());
+        }
+        0x1_0000..=0xff_ffff => {
+            out.push(0xfd);
+            out.extend_from_slice(&(n as u32).to_le_bytes()[..3]);
+        }
+        _ => {
+            out.push(0xfe);
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+    }
+}
+
+/// An OK packet's affected rows and status flags.
+fn ok(p: &[u8]) -> Result<(u64, u16)> {
+    let mut c = Cursor(&p[1..]);
+    let affected = c.lenenc()?;
+    c.lenenc()?; // last insert id
+    Ok((affected, u16::from_le_bytes(c.le()?)))
+}
+
+fn server_error(p: &[u8]) -> WireError {
+    let mut c = Cursor(&p[1..]);
+    let Ok(code) = c.le::<2>().map(u16::from_le_bytes) else {
+        return WireError::Protocol("short error packet".into());
+    };
+    let state = match c.0 {
+        [b'#', s @ ..] if s.len() >= 5 => {
+            let state = String::from_utf8_lossy(&s[..5]).into_owned();
+            c.0 = &s[5..];
+            state
+        }
+        _ => "HY000".to_string(),
+    };
+    WireError::Server { code, state, message: String::from_utf8_lossy(c.0).into_owned() }
+}
+
+/// The first packet of a statement's response.
+enum Head {
+    Ok((u64, u16)),
+    ResultSet { count: usize, metadata: bool },
+}
+
+/// The end of a result set: an OK packet with a 0xFE header (rows never start so on the
+/// binary protocol; on the text protocol a row that long would exceed a packet).
+fn is_end(p: &[u8]) -> bool {
+    p.first() == Some(&0xfe) && p.len() < MAX_PAYLOAD
+}
+
+pub struct Wire {
+    stream: TcpStream,
+    /// Bytes read and not yet consumed: `inbuf[start..end]`.
+    inbuf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// A packet that spans several frames (16 MB or more), joined.
+    joined: Vec<u8>,
+    out: Vec<u8>,
+    seq: u8,
+    cache_metadata: bool,
+    bulk: bool,
+}
+
+impl Wire {
+    pub fn connect(o: &WireOpts) -> Result<Self> {
+        let addr = std::net::ToSocketAddrs::to_socket_addrs(&(o.host.as_str(), o.port))?
+            .next()
+            .ok_or_else(|| WireError::Protocol(format!("{} resolves to no address", o.host)))?;
+        let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10))?;
+        stream.set_nodelay(true)?;
+        let mut w = Wire {
+            stream,
+            inbuf: vec![0; 64 * 1024],
+            start: 0,
+            end: 0,
+            joined: Vec::new(),
+            out: Vec::with_capacity(4096),
+            seq: 0,
+            cache_metadata: false,
+            bulk: false,
+        };
+        w.handshake(o)?;
+        Ok(w)
+    }
+
+    fn handshake(&mut self, o: &WireOpts) -> Result<()> {
+        let hello = self.packet()?.to_vec();
+        if hello.first() == Some(&0xff) {
+            return Err(server_error(&hello));
+        }
+        let hs: HandshakePacket = ParseBuf(&hello).parse(())?;
+        if hs.capabilities().contains(Caps::CLIENT_LONG_PASSWORD) {
+            return protocol("the server is not MariaDB (dbvs's worker sessions speak MariaDB's protocol)");
+        }
+        let wanted = Caps::CLIENT_PROTOCOL_41
+            | Caps::CLIENT_SECURE_CONNECTION
+            | Caps::CLIENT_PLUGIN_AUTH
+            | Caps::CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA
+            | Caps::CLIENT_TRANSACTIONS
+            | Caps::CLIENT_MULTI_RESULTS
+            | Caps::CLIENT_PS_MULTI_RESULTS
+            | Caps::CLIENT_DEPRECATE_EOF
+            | Caps::CLIENT_LONG_FLAG
+            // Counts of rows matched, not only changed, as the other engines report.
+            | Caps::CLIENT_FOUND_ROWS;
+        if !hs.capabilities().contains(wanted) {
+            return protocol("the server lacks protocol 4.1 features dbvs needs (MariaDB 10.2 or later)");
+        }
+        let ext = hs.mariadb_ext_capabilities()
+            & (Ext::MARIADB_CLIENT_CACHE_METADATA | Ext::MARIADB_CLIENT_STMT_BULK_OPERATIONS);
+        self.cache_metadata = ext.contains(Ext::MARIADB_CLIENT_CACHE_METADATA);
+        self.bulk = ext.contains(Ext::MARIADB_CLIENT_STMT_BULK_OPERATIONS);
+        let nonce = hs.nonce();
+        let scramble = native_scramble(&nonce, o.password.as_deref());
+        let version = hs.maria_db_server_version_parsed().or(hs.server_version_parsed()).unwrap_or((10, 11, 0));
+        let response = HandshakeResponse::new(
+            Some(scramble.as_slice()),
+            version,
+            Some(o.user.as_bytes()),
+            Some(o.db.as_bytes()),
+            Some(AuthPlugin::MysqlNativePassword),
+            wanted,
+            None,
+            1 << 30,
+        )
+        .with_mariadb_ext_capabilities(ext);
+        self.begin();
+        response.serialize(&mut self.out);
+        self.send_frames()?;
+        self.authenticated(o)
+    }
+
+    /// Answers what the server asks after the handshake response until it says OK.
+    fn authenticated(&mut self, o: &WireOpts) -> Result<()> {
+        loop {
+            let p = self.packet()?;
+            match p.first() {
+                Some(0x00) => return Ok(()),
+                Some(0xff) => return Err(server_error(p)),
+                Some(0xfe) => {
+                    let body = &p[1..];
+                    let name_end = body.iter().position(|&b| b == 0).unwrap_or(body.len());
+                    let (name, data) = (&body[..name_end], body.get(name_end + 1..).unwrap_or(&[]));
+                    if name != b"mysql_native_password" {
+                        return protocol(&format!(
+                            "user {} authenticates with {}, which dbvs's MariaDB client does not speak; \
+                             give the benchmark user mysql_native_password",
+                            o.user,
+                            String::from_utf8_lossy(name)
+                        ));
+                    }
+                    let nonce = data.strip_suffix(&[0]).unwrap_or(data).to_vec();
+                    self.begin();
+                    self.out.extend_from_slice(&native_scramble(&nonce, o.password.as_deref()));
+                    self.send_frames()?;
+                }
+                _ => return protocol("unexpected packet during authentication"),
+            }
+        }
+    }
+
+    /// Prepares `sql` on the server and reads its column types.
+    pub fn prepare(&mut self, sql: &str) -> Result<Prepared> {
+        self.command(COM_STMT_PREPARE, sql.as_bytes())?;
+        let p = self.packet()?;
+        if p.first() == Some(&0xff) {
+            return Err(server_error(p));
+        }
+        let mut c = Cursor(p);
+        c.u8()?;
+        let id = u32::from_le_bytes(c.le()?);
+        let cols = u16::from_le_bytes(c.le()?) as usize;
+        let params = u16::from_le_bytes(c.le()?) as usize;
+        for _ in 0..params {
+            self.packet()?;
+        }
+        let cols = (0..cols).map(|_| self.column()).collect::<Result<_>>()?;
+        Ok(Prepared { id, params, cols })
+    }
+
+    fn column(&mut self) -> Result<Col> {
+        let mut c = Cursor(self.packet()?);
+        for _ in 0..6 {
+            c.lenenc_bytes()?; // catalog, schema, table, original table, name, original name
+        }
+        c.lenenc()?;
+        c.take(6)?; // character set, display length
+        let ty = ColumnType::try_from(c.u8()?).map_err(|_| WireError::Protocol("unknown column type".into()))?;
+        let flags = ColumnFlags::from_bits_truncate(u16::from_le_bytes(c.le()?));
+        Ok(Col { ty, unsigned: flags.contains(ColumnFlags::UNSIGNED_FLAG) })
+    }
+
+    /// Runs `st` with `args`; its first result set's rows go to `rows` (when given), later
+    /// ones (a procedure's) are read and dropped. Returns the rows the statement affected.
+    pub fn execute(&mut self, st: &mut Prepared, args: &[Arg], rows: Option<&mut Rows>) -> Result<u64> {
+        if args.len() != st.params {
+            return protocol(&format!("statement takes {} parameters, got {}", st.params, args.len()));
+        }
+        self.seq = 0;
+        self.begin();
+        self.out.push(COM_STMT_EXECUTE);
+        self.out.extend_from_slice(&st.id.to_le_bytes());
+        self.out.push(0); // no cursor
+        self.out.extend_from_slice(&1u32.to_le_bytes());
+        if !args.is_empty() {
+            let bitmap = self.out.len();
+            self.out.resize(bitmap + args.len().div_ceil(8), 0);
+            for (i, a) in args.iter().enumerate() {
+                if matches!(a, Arg::Null) {
+                    self.out[bitmap + i / 8] |= 1 << (i % 8);
+                }
+            }
+            self.out.push(1); // types follow
+            for a in args {
+                self.out.extend_from_slice(&[arg_type(a) as u8, 0]);
+            }
+            for a in args {
+                put_arg(&mut self.out, a);
+            }
+        }
+        self.send_frames()?;
+        self.result(Some(st), rows)
+    }
+
+    /// Runs `st` once per row of `batch` in one round trip where the server takes bulk
+    /// executions (COM_STMT_BULK_EXECUTE), one execution each otherwise.
+    pub fn execute_batch(&mut self, st: &mut Prepared, batch: &[&[Arg]]) -> Result<()> {
+        if !self.bulk || st.params == 0 {
+            for args in batch {
+                self.execute(st, args, None)?;
+            }
+            return Ok(());
+        }
+        if let Some(bad) = batch.iter().find(|a| a.len() != st.params) {
+            return protocol(&format!("statement takes {} parameters, got {}", st.params, bad.len()));
+        }
+        self.seq = 0;
+        self.begin();
+        self.out.push(COM_STMT_BULK_EXECUTE);
+        self.out.extend_from_slice(&st.id.to_le_bytes());
+        self.out.extend_from_slice(&128u16.to_le_bytes()); // types follow
+                                                           // A column's type is the first row's; a NULL travels as an indicator.
+        for i in 0..st.params {
+            let ty = batch
+                .iter()
+                .map(|a| &a[i])
+                .find(|a| !matches!(a, Arg::Null))
+                .map_or(ColumnType::MYSQL_TYPE_NULL, arg_type);
+            self.out.extend_from_slice(&[ty as u8, 0]);
+        }
+        for args in batch {
+            for a in *args {
+                match a {
+                    Arg::Null => self.out.push(1),
+                    a => {
+                        self.out.push(0);
+                        put_arg(&mut self.out, a);
+                    }
+                }
+            }
+        }
+        self.send_frames()?;
+        self.result(None, None).map(drop)
+    }
+
+    /// Runs `sql` on the text protocol (transaction control), dropping any rows.
+    pub fn query(&mut self, sql: &str) -> Result<u64> {
+        self.command(COM_QUERY, sql.as_bytes())?;
+        self.result(None, None)
+    }
+
+    fn command(&mut self, cmd: u8, body: &[u8]) -> Result<()> {
+        self.seq = 0;
+        self.begin();
+        self.out.push(cmd);
+        self.out.extend_from_slice(body);
+        self.send_frames()
+    }
+
+    /// Starts a packet in `out`, leaving room for its frame header.
+    fn begin(&mut self) {
+        self.out.clear();
+        self.out.extend_from_slice(&[0; 4]);
+    }
+
+    /// Reads a statement's whole response: OK, error, or result sets.
+    fn result(&mut self, mut st: Option<&mut Prepared>, mut rows: Option<&mut Rows>) -> Result<u64> {
+        let cache_metadata = self.cache_metadata;
+        let mut affected = 0;
+        loop {
+            let head = {
+                let p = self.packet()?;
+                match p.first() {
+                    Some(0x00) => Head::Ok(ok(p)?),
+                    Some(0xff) => return Err(server_error(p)),
+                    Some(_) => {
+                        let mut c = Cursor(p);
+                        let count = c.lenenc()? as usize;
+                        Head::ResultSet { count, metadata: !cache_metadata || c.u8()? == 1 }
+                    }
+                    None => return protocol("empty packet"),
+                }
+            };
+            let status = match head {
+                Head::Ok((n, status)) => {
+                    affected += n;
+                    status
+                }
+                // The first result set's columns are decoded (and their types cached);
+                // a procedure's later sets are read and dropped.
+                Head::ResultSet { count, metadata } => match st.take() {
+                    Some(st) => {
+                        if metadata {
+                            st.cols = (0..count).map(|_| self.column()).collect::<Result<_>>()?;
+                        } else if st.cols.len() != count {
+                            return protocol("the server skipped column definitions dbvs does not have");
+                        }
+                        self.rows(rows.take().map(|r| (&st.cols[..], r)))?
+                    }
+                    None => {
+                        for _ in 0..if metadata { count } else { 0 } {
+                            self.packet()?;
+                        }
+                        self.rows(None)?
+                    }
+                },
+            };
+            if status & SERVER_MORE_RESULTS_EXISTS == 0 {
+                return Ok(affected);
+            }
+        }
+    }
+
+    /// Reads a result set's rows up to its end, decoding them into `into` when given.
+    fn rows(&mut self, mut into: Option<(&[Col], &mut Rows)>) -> Result<u16> {
+        if let Some((cols, rows)) = into.as_mut() {
+            rows.cols = cols.len();
+        }
+        loop {
+            let p = self.packet()?;
+            if is_end(p) {
+                return ok(p).map(|(_, status)| status);
+            }
+            if p.first() == Some(&0xff) {
+                return Err(server_error(p));
+            }
+            if let Some((cols, rows)) = into.as_mut() {
+                decode_row(p, cols, &mut rows.vals)?;
+            }
+        }
+    }
+
+    /// Sends the packet in `out` (after [`Wire::begin`]) in one write: as one frame, or split
+    /// into frames of at most 16 MB.
+    fn send_frames(&mut self) -> Result<()> {
+        let len = self.out.len() - 4;
+        if len < MAX_PAYLOAD {
+            self.out[..3].copy_from_slice(&(len as u32).to_le_bytes()[..3]);
+            self.out[3] = self.seq;
+            self.seq = self.seq.wrapping_add(1);
+            self.stream.write_all(&self.out)?;
+            return Ok(());
+        }
+        let mut framed = Vec::with_capacity(len + len / MAX_PAYLOAD * 4 + 4);
+        let payload = &self.out[4..];
+        // A payload of a whole number of full frames ends with an empty one.
+        for chunk in payload.chunks(MAX_PAYLOAD).chain(len.is_multiple_of(MAX_PAYLOAD).then_some(&[][..])) {
+            framed.extend_from_slice(&(chunk.len() as u32).to_le_bytes()[..3]);
+            framed.push(self.seq);
+            self.seq = self.seq.wrapping_add(1);
+            framed.extend_from_slice(chunk);
+        }
+        self.stream.write_all(&framed)?;
+        Ok(())
+    }
+
+    /// The next packet's payload; valid until the next read.
+    fn packet(&mut self) -> Result<&[u8]> {
+        let (first, len) = self.frame()?;
+        if len < MAX_PAYLOAD {
+            return Ok(&self.inbuf[first..first + len]);
+        }
+        let mut joined = std::mem::take(&mut self.joined);
+        joined.clear();
+        joined.extend_from_slice(&self.inbuf[first..first + len]);
+        loop {
+            let (at, n) = self.frame()?;
+            joined.extend_from_slice(&self.inbuf[at..at + n]);
+            if n < MAX_PAYLOAD {
+                break;
+            }
+        }
+        self.joined = joined;
+        Ok(&self.joined)
+    }
+
+    /// Reads one frame; returns where its payload starts in `inbuf` and its length.
+    fn frame(&mut self) -> Result<(usize, usize)> {
+        self.fill(4)?;
+        let h = &self.inbuf[self.start..self.start + 4];
+        let len = u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize;
+        self.seq = h[3].wrapping_add(1);
+        self.fill(4 + len)?;
+        let at = self.start + 4;
+        self.start = at + len;
+        Ok((at, len))
+    }
+
+    /// Makes at least `n` unread bytes available in `inbuf[start..]`.
+    fn fill(&mut self, n: usize) -> Result<()> {
+        if self.end - self.start >= n {
+            return Ok(());
+        }
+        self.inbuf.copy_within(self.start..self.end, 0);
+        self.end -= self.start;
+        self.start = 0;
+        if self.inbuf.len() < n {
+            self.inbuf.resize(n.next_power_of_two(), 0);
+        }
+        while self.end < n {
+            match self.stream.read(&mut self.inbuf[self.end..])? {
+                0 => return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into()),
+                got => self.end += got,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Wire {
+    fn drop(&mut self) {
+        let _ = self.command(COM_QUIT, &[]);
+    }
+}
+
+/// mysql_native_password's answer to `nonce` (empty without a password).
+fn native_scramble(nonce: &[u8], password: Option<&str>) -> Vec<u8> {
+    match password.filter(|p| !p.is_empty()) {
+        Some(p) => mysql_common::scramble::scramble_native(nonce, p.as_bytes()).map(Vec::from).unwrap_or_default(),
+        None => Vec::new(),
+    }
+}
+
+fn arg_type(a: &Arg) -> ColumnType {
+    match a {
+        Arg::Int(_) => ColumnType::MYSQL_TYPE_LONGLONG,
+        Arg::Real(_) => ColumnType::MYSQL_TYPE_DOUBLE,
+        Arg::Text(_) => ColumnType::MYSQL_TYPE_VAR_STRING,
+        Arg::Null => ColumnType::MYSQL_TYPE_NULL,
+    }
+}
+
+fn put_arg(out: &mut Vec<u8>, a: &Arg) {
+    match a {
+        Arg::Int(v) => out.extend_from_slice(&v.to_le_bytes()),
+        Arg::Real(v) => out.extend_from_slice(&v.to_le_bytes()),
+        Arg::Text(s) => {
+            put_lenenc(out, s.len() as u64);
+            out.extend_from_slice(s.as_bytes());
+        }
+        Arg::Null => {}
+    }
+}
+
+/// Appends one binary-protocol row's values: integers and floats as numbers, dates and
+/// times undecoded, everything else (strings, decimals) as text, as the crate's values map.
+fn decode_row(p: &[u8], cols: &[Col], out: &mut Vec<Val>) -> Result<()> {
+    use ColumnType::*;
+    let mut c = Cursor(p);
+    c.u8()?;
+    let nulls = c.take((cols.len() + 9) / 8)?;
+    for (i, col) in cols.iter().enumerate() {
+        let bit = i + 2;
+        if nulls[bit / 8] & (1 << (bit % 8)) != 0 {
+            out.push(Val::Null);
+            continue;
+        }
+        let u = col.unsigned;
+        out.push(match col.ty {
+            MYSQL_TYPE_TINY if u => Val::Int(c.u8()? as i64),
+            MYSQL_TYPE_TINY => Val::Int(c.u8()? as i8 as i64),
+            MYSQL_TYPE_SHORT | MYSQL_TYPE_YEAR if u => Val::Int(u16::from_le_bytes(c.le()?) as i64),
+            MYSQL_TYPE_SHORT | MYSQL_TYPE_YEAR => Val::Int(i16::from_le_bytes(c.le()?) as i64),
+            MYSQL_TYPE_LONG | MYSQL_TYPE_INT24 if u => Val::Int(u32::from_le_bytes(c.le()?) as i64),
+            MYSQL_TYPE_LONG | MYSQL_TYPE_INT24 => Val::Int(i32::from_le_bytes(c.le()?) as i64),
+            MYSQL_TYPE_LONGLONG => Val::Int(i64::from_le_bytes(c.le()?)),
+            MYSQL_TYPE_FLOAT => Val::Real(f32::from_le_bytes(c.le()?) as f64),
+            MYSQL_TYPE_DOUBLE => Val::Real(f64::from_le_bytes(c.le()?)),
+            MYSQL_TYPE_NULL => Val::Null,
+            MYSQL_TYPE_DATE
+            | MYSQL_TYPE_DATETIME
+            | MYSQL_TYPE_TIMESTAMP
+            | MYSQL_TYPE_TIME
+            | MYSQL_TYPE_DATETIME2
+            | MYSQL_TYPE_TIMESTAMP2
+            | MYSQL_TYPE_TIME2 => {
+                let n = c.u8()? as usize;
+                c.take(n)?;
+                Val::Other
+            }
+            _ => Val::text(c.lenenc_bytes()?.to_vec()),
+        });
+    }
+    Ok(())
+}
