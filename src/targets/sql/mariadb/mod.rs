@@ -9,6 +9,7 @@ use mysql::prelude::Queryable;
 use mysql::{Conn, Value};
 use wire::{Prepared, Wire};
 
+mod codec;
 mod wire;
 
 pub use wire::{WireError, WireOpts};
