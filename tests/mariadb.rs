@@ -75,3 +75,48 @@ fn managed_mariadb_runs_on_a_copy_of_the_data_directory() {
     ]);
     assert!(!o.status.success() && stderr(&o).contains("--keep-db is not available"), "{}", stderr(&o));
 }
+
+/// A worker's session runs on dbvs's own client for the binary protocol: it logs in with a
+/// password (mysql_native_password), reads each column type back as the seam's values, and
+/// a statement the server refuses leaves the session usable.
+#[test]
+fn a_worker_session_logs_in_with_a_password_and_reads_every_column_type() {
+    use dbvs::targets::managed_maria::ManagedMaria;
+    use dbvs::targets::{sql, TargetOptions};
+    let dir = reachable_tempdir();
+    let server = ManagedMaria::start(&dir.path().join("maria"), None, &[], &[]).unwrap();
+    let connect = |user: &str, password: Option<&str>, db: &str| {
+        let url = format!("mysql://{user}@127.0.0.1:{}/{db}", server.port);
+        let opts = TargetOptions { password: password.map(String::from), ..Default::default() };
+        dbvs::targets::parse(&url, opts).unwrap().existing().unwrap().connect().unwrap()
+    };
+    let mut admin = connect("dbvs", None, "mysql");
+    for statement in [
+        "CREATE DATABASE typ",
+        "CREATE TABLE typ.t (id INT PRIMARY KEY, tu TINYINT UNSIGNED, s SMALLINT, b BIGINT, d DOUBLE, \
+         f FLOAT, m DECIMAL(10,2), v VARCHAR(20), c CHAR(3), x TEXT, at DATETIME, n INT)",
+        "INSERT INTO typ.t VALUES (1, 250, -7, 5000000000, 2.5, 0.5, 12.34, 'vé', 'abc', 'long', '2026-11-26 10:00:00', NULL)",
+        "INSERT INTO typ.t (id) VALUES (2)",
+        "CREATE USER pw@'127.0.0.1' IDENTIFIED VIA mysql_native_password USING PASSWORD('s3cret')",
+        "GRANT ALL ON typ.* TO pw@'127.0.0.1'",
+    ] {
+        sql::adhoc(&mut admin, statement).unwrap();
+    }
+    let statements = [
+        "SELECT tu, s, b, d, f, m, v, c, x, at, n FROM t WHERE id = ?".to_string(),
+        "SELECT id FROM t WHERE id = (SELECT id FROM t)".to_string(),
+    ];
+    let mut session = sql::session_of(connect("pw", Some("s3cret"), "typ"), &statements).unwrap();
+    let row = session.query(0, &[sql::Arg::Int(1)]).unwrap();
+    assert_eq!(
+        format!("{:?}", row.vals),
+        r#"[Int(250), Int(-7), Int(5000000000), Real(2.5), Real(0.5), Text("12.34"), Text("vé"), Text("abc"), Text("long"), Other, Null]"#
+    );
+    let refused = session.query(1, &[]).err().expect("a subquery of two rows is refused");
+    assert!(refused.to_string().contains("1242"), "{refused}");
+    assert_eq!(
+        session.query(0, &[sql::Arg::Int(2)]).unwrap().vals.iter().filter(|v| **v == sql::Val::Null).count(),
+        11
+    );
+    assert!(session.query(0, &[sql::Arg::Int(3)]).unwrap().is_empty());
+}

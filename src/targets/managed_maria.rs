@@ -130,10 +130,7 @@ impl ManagedMaria {
             log,
         };
         server.start_on(&server.data.clone())?;
-        server.version = server.admin(|c| {
-            use mysql::prelude::Queryable;
-            Ok(c.query_first::<String, _>("SELECT VERSION()")?.unwrap_or_default())
-        })?;
+        server.version = server.first_answer()?;
         if fresh {
             server.admin(|c| {
                 use mysql::prelude::Queryable;
@@ -286,6 +283,27 @@ impl ManagedMaria {
             )?;
             Ok(row.map(|(_, v)| v).unwrap_or_default())
         })
+    }
+
+    /// The server's version, asked until it answers: a Galera node that has just joined
+    /// accepts connections and may still drop them while it takes the cluster's state.
+    fn first_answer(&self) -> Result<String> {
+        let t = Instant::now();
+        loop {
+            let asked = self.admin(|c| {
+                use mysql::prelude::Queryable;
+                Ok(c.query_first::<String, _>("SELECT VERSION()")?.unwrap_or_default())
+            });
+            let dropped = |e: &anyhow::Error| {
+                e.chain().any(|c| matches!(c.downcast_ref::<mysql::Error>(), Some(mysql::Error::IoError(_))))
+            };
+            match asked {
+                Err(e) if dropped(&e) && t.elapsed() < Duration::from_secs(60) => {
+                    std::thread::sleep(Duration::from_millis(200))
+                }
+                asked => return asked,
+            }
+        }
     }
 
     /// Runs `f` as root over the running server's socket.
