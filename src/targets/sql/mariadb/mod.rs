@@ -77,7 +77,7 @@ struct MariaTx<'a> {
 impl MariaTx<'_> {
     /// Sends the deferred writes, in order. The protocol has no pipeline, but a run of the
     /// same statement (a New-Order's stock updates) goes as one bulk execution
-    /// (COM_STMT_BULK_EXECUTE): one round trip for the run.
+    /// (COM_STMT_BULK_EXECUTE): one round trip for the run (not on Galera, see [`Wire`]).
     fn flush(&mut self) -> Result<(), DbError> {
         let deferred = std::mem::take(&mut self.deferred);
         for run in deferred.chunk_by(|a, b| a.0 == b.0) {
@@ -92,9 +92,7 @@ impl MariaTx<'_> {
 impl Tx for MariaTx<'_> {
     fn query(&mut self, q: Q, args: &[Arg]) -> Result<Rows, DbError> {
         self.flush()?;
-        let mut rows = Rows::default();
-        self.w.execute(&mut self.st[q], args, Some(&mut rows))?;
-        Ok(rows)
+        Ok(self.w.rows(&mut self.st[q], args)?)
     }
 
     fn execute(&mut self, q: Q, args: &[Arg]) -> Result<u64, DbError> {
@@ -114,9 +112,7 @@ impl Session for MariaSession {
     }
 
     fn query(&mut self, q: Q, args: &[Arg]) -> Result<Rows, DbError> {
-        let mut rows = Rows::default();
-        self.w.execute(&mut self.st[q], args, Some(&mut rows))?;
-        Ok(rows)
+        Ok(self.w.rows(&mut self.st[q], args)?)
     }
 
     fn transaction(

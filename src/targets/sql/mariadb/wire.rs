@@ -116,8 +116,7 @@ impl Wire {
 
     fn galera(&mut self) -> Result<bool> {
         let mut st = self.prepare("SELECT @@wsrep_on")?;
-        let mut rows = Rows::default();
-        self.execute(&mut st, &[], Some(&mut rows))?;
+        let rows = self.rows(&mut st, &[])?;
         self.command(COM_STMT_CLOSE, &st.id.to_le_bytes())?;
         Ok(matches!(rows.vals.first(), Some(Val::Int(1)))
             || matches!(rows.vals.first(), Some(Val::Text(t)) if t == "1" || t == "ON"))
@@ -262,6 +261,13 @@ impl Wire {
         self.result(Some(st), rows)
     }
 
+    /// Runs `st` with `args` and returns its rows.
+    pub fn rows(&mut self, st: &mut Prepared, args: &[Arg]) -> Result<Rows> {
+        let mut rows = Rows::default();
+        self.execute(st, args, Some(&mut rows))?;
+        Ok(rows)
+    }
+
     /// Runs `st` once per row of `batch` in one round trip where the server takes bulk
     /// executions (COM_STMT_BULK_EXECUTE), one execution each otherwise.
     pub fn execute_batch(&mut self, st: &mut Prepared, batch: &[&[Arg]]) -> Result<()> {
@@ -355,13 +361,13 @@ impl Wire {
                         } else if st.cols.len() != count {
                             return protocol("the server skipped column definitions dbvs does not have");
                         }
-                        self.rows(rows.take().map(|r| (&st.cols[..], r)))?
+                        self.read_rows(rows.take().map(|r| (&st.cols[..], r)))?
                     }
                     None => {
                         for _ in 0..if metadata { count } else { 0 } {
                             self.packet()?;
                         }
-                        self.rows(None)?
+                        self.read_rows(None)?
                     }
                 },
             };
@@ -372,7 +378,7 @@ impl Wire {
     }
 
     /// Reads a result set's rows up to its end, decoding them into `into` when given.
-    fn rows(&mut self, mut into: Option<(&[Col], &mut Rows)>) -> Result<u16> {
+    fn read_rows(&mut self, mut into: Option<(&[Col], &mut Rows)>) -> Result<u16> {
         if let Some((cols, rows)) = into.as_mut() {
             rows.cols = cols.len();
         }
