@@ -163,6 +163,25 @@ fn variants_with_long_units_and_short_ones_are_timed_alike() {
 }
 
 #[test]
+fn a_slowdown_given_as_a_share_of_each_orders_time_has_a_known_true_ratio() {
+    // Every order of "slower" takes 10% longer, so its throughput is 1 / 1.1 of base's
+    // whatever the machine's speed (the verdict checks inject 2% this way).
+    let _turn = turn();
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_study(dir.path(), &busy_waits("share", 6, "", &[("base", "0", ""), ("slower", "10%", "")]));
+    let out = dir.path().join("out");
+    ok(&["study", &f, "--out", out.to_str().unwrap()]);
+    let r = report(&out);
+    let c = &r["comparisons"][0];
+    assert_eq!(c["verdict"]["verdict"], "slower", "{c}");
+    let ratio = c["estimate"]["ratio"].as_f64().unwrap();
+    let truth = 1.0 / 1.1;
+    // Orders run a little slower after a spin (see the tests above): a small bias downwards.
+    assert!(ratio > truth - 0.03 && ratio < truth + 0.015, "ratio {ratio} vs true {truth}");
+    assert!(r["variants"].to_string().contains("10%"), "the report names the delay: {}", r["variants"]);
+}
+
+#[test]
 fn a_variant_that_needs_its_own_process_takes_turns_with_the_others_from_it() {
     // AES-NI masking takes a process of its own: "slower" runs in one, base in another,
     // their slices in one schedule from a common start.

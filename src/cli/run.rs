@@ -101,9 +101,10 @@ pub struct RunArgs {
     /// An ssh configuration file for reaching the client hosts (ssh -F FILE).
     #[arg(long, value_name = "FILE", requires = "clients")]
     ssh_config: Option<PathBuf>,
-    /// Test-only: busy-wait this long in every order (a known slowdown for verdict tests).
-    #[arg(long, hide = true, default_value = "0", value_parser = parse_duration, allow_hyphen_values = true)]
-    inject_delay: Duration,
+    /// Test-only: busy-wait this long (or this share of its own time, e.g. 2%) after every
+    /// order: a known slowdown for verdict tests.
+    #[arg(long, hide = true, default_value = "0")]
+    inject_delay: crate::driver::InjectedDelay,
 }
 
 pub fn main(args: RunArgs) -> Result<ExitCode> {

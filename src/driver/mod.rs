@@ -5,11 +5,13 @@
 //! away when warmup ends, as DS2 does. The controller ticks every 100 ms so Ctrl-C is
 //! answered quickly; it never formats output itself, it hands events to an observer.
 
+pub mod inject;
 pub mod stats;
 
 use crate::interrupt::{self, Stop};
 use crate::sys::{thread_cpu, StorageIo};
 use hdrhistogram::Histogram;
+pub use inject::InjectedDelay;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use stats::{Counters, SharedStats};
@@ -85,8 +87,8 @@ pub struct Pacing {
     #[serde(skip)]
     pub first_worker: usize,
     /// Test-only: a busy-wait added to every unit, so verdict tests have a known slowdown.
-    #[serde(with = "secs")]
-    pub injected_delay: Duration,
+    #[serde(default, skip_serializing_if = "InjectedDelay::is_none")]
+    pub injected_delay: InjectedDelay,
     /// Read each worker thread's CPU time around every unit: the engine's cost where it runs
     /// in those threads (SQLite), elsewhere two system calls per unit of client cost only.
     #[serde(skip)]
@@ -405,9 +407,10 @@ fn work(
             Ok(o) => o,
             Err(e) => return fail(format!("{e:#}")),
         };
-        if !pacing.injected_delay.is_zero() {
+        let spin = pacing.injected_delay.after(t0.elapsed().saturating_sub(rec.turn_wait()));
+        if !spin.is_zero() {
             let t = Instant::now();
-            while t.elapsed() < pacing.injected_delay {
+            while t.elapsed() < spin {
                 std::hint::spin_loop();
             }
             rec.untimed(t.elapsed());
@@ -473,7 +476,7 @@ mod tests {
             iterations: None,
             report_interval: Duration::from_millis(200),
             seed: 1,
-            injected_delay: Duration::ZERO,
+            injected_delay: InjectedDelay::None,
             first_worker: 0,
             worker_cpu: true,
         }

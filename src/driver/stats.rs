@@ -28,6 +28,8 @@ fn new_histogram() -> Histogram<u64> {
 pub struct UnitRecorder {
     ops: Vec<(usize, Duration)>,
     untimed: Duration,
+    /// The part of `untimed` spent waiting for the unit's turn (an interleaved run's slice).
+    turn_wait: Duration,
     retries: Vec<&'static str>,
     events: Vec<&'static str>,
     lock_waits: u64,
@@ -37,6 +39,7 @@ impl UnitRecorder {
     pub(crate) fn clear(&mut self) {
         self.ops.clear();
         self.untimed = Duration::ZERO;
+        self.turn_wait = Duration::ZERO;
         self.retries.clear();
         self.events.clear();
         self.lock_waits = 0;
@@ -51,6 +54,17 @@ impl UnitRecorder {
     /// lookup before a purchase). It is still database time, not driver overhead.
     pub fn untimed(&mut self, took: Duration) {
         self.untimed += took;
+    }
+
+    /// Time the unit waited for its turn before it started: neither its response time nor
+    /// its work.
+    pub fn waited_for_turn(&mut self, took: Duration) {
+        self.untimed += took;
+        self.turn_wait += took;
+    }
+
+    pub fn turn_wait(&self) -> Duration {
+        self.turn_wait
     }
 
     /// A whole transaction was restarted, because of `cause` (deadlock, busy database...).

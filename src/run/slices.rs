@@ -214,7 +214,7 @@ impl Worker for Sliced<'_> {
     /// neither the unit's response time nor driver code.
     fn run_unit(&mut self, rec: &mut UnitRecorder) -> anyhow::Result<Outcome> {
         let waited = self.start_work();
-        rec.untimed(waited);
+        rec.waited_for_turn(waited);
         self.inner.run_unit(rec)
     }
 

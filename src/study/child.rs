@@ -187,7 +187,7 @@ pub fn run_beside(
         server_settings: vec![],
         listen: None,
         limits: None,
-        inject_delay: Duration::ZERO,
+        inject_delay: crate::driver::InjectedDelay::None,
         fuse_daemons: vec![],
     };
     let companion = crate::run::Companion { db, pacing: pacing(companion) };

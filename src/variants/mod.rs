@@ -26,7 +26,6 @@ use serde::{Deserialize, Serialize};
 use stack::Encryption;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 pub use storage::Storage;
 
 pub use crate::cipher::OPENSSL_NO_AESNI;
@@ -53,8 +52,8 @@ pub struct VariantConfig {
     /// `false` runs this variant with AES-NI masked from user-space crypto.
     pub aesni: bool,
     /// Test-only: a busy-wait inside every unit, so verdict checks have a known slowdown.
-    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "delay_text")]
-    pub delay: Option<Duration>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delay: Option<crate::driver::InjectedDelay>,
     /// The variant this one's cost is measured against besides the baseline: the same
     /// stack without the encryption layer. A study fills it in (see `study::controls`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -70,13 +69,6 @@ impl<'de> Deserialize<'de> for VariantConfig {
 
 fn yes() -> bool {
     true
-}
-
-fn delay_text<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-    match d {
-        Some(d) => crate::sys::units::duration_text::serialize(d, s),
-        None => s.serialize_none(),
-    }
 }
 
 /// What a report says about a variant (never the key itself).
@@ -113,7 +105,7 @@ pub struct Prepared {
     /// Environment for each run's child process.
     pub env: Vec<(String, String)>,
     /// Test-only: a busy-wait each run adds to every unit.
-    pub inject_delay: Duration,
+    pub inject_delay: crate::driver::InjectedDelay,
     /// The bytes at rest: what the plaintext canary scan reads.
     pub backing: Vec<PathBuf>,
     /// Whether data at rest must be ciphertext (the canary must find nothing).
@@ -198,7 +190,7 @@ impl Prepared {
             cipher_pragmas: vec![],
             server_settings: vec![],
             env: vec![],
-            inject_delay: Duration::ZERO,
+            inject_delay: crate::driver::InjectedDelay::None,
             encrypted: false,
             cgroups: vec![],
             daemons: vec![],

@@ -19,7 +19,6 @@ use super::{fscrypt, gocryptfs, limits, mariadb_tde, sqlcipher, VariantConfig};
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use std::time::Duration;
 
 /// The encryption layer of a stack, named by `layer`.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
@@ -119,8 +118,8 @@ struct Keys {
 const STACK_KEYS: [&str; 9] =
     ["name", "storage", "log_storage", "encryption", "fuse_passthrough", "limits", "aesni", "delay", "control"];
 
-fn duration(text: &str, key: &str) -> Result<Duration> {
-    crate::sys::units::parse_duration(text).map_err(|e| anyhow::anyhow!("{key}: {e}"))
+fn injected(text: &str, key: &str) -> Result<crate::driver::InjectedDelay> {
+    text.parse().map_err(|e| anyhow::anyhow!("{key}: {e}"))
 }
 
 /// A name alone stands for a table with only that name: `"ext4-image"` is `{ on = "ext4-image" }`.
@@ -154,7 +153,7 @@ impl VariantConfig {
             fuse_passthrough: keys.fuse_passthrough,
             limits: keys.limits,
             aesni: keys.aesni.unwrap_or(true),
-            delay: keys.delay.as_deref().map(|d| duration(d, "delay")).transpose()?,
+            delay: keys.delay.as_deref().map(|d| injected(d, "delay")).transpose()?,
             control: keys.control,
         };
         if !shorthand.is_empty() {
@@ -201,7 +200,7 @@ impl VariantConfig {
                 }
                 self.limits = Some(l);
             }
-            Kind::Delay { per_transaction } => self.delay = Some(duration(&per_transaction, "per_transaction")?),
+            Kind::Delay { per_transaction } => self.delay = Some(injected(&per_transaction, "per_transaction")?),
         }
         Ok(())
     }
@@ -268,7 +267,7 @@ impl VariantConfig {
             ("encryption", same(&encryption)),
             ("limits", same(&limits)),
             ("AES-NI", same(&if self.aesni { "on".into() } else { "masked".into() })),
-            ("injected delay", same(&self.delay.map_or("none".into(), |d| humantime::format_duration(d).to_string()))),
+            ("injected delay", same(&self.delay.map_or("none".into(), |d| d.to_string()))),
         ];
         rows.into_iter().map(|(layer, (shown, key))| (layer, shown, key)).collect()
     }
