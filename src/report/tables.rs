@@ -38,7 +38,7 @@ fn test_name(t: crate::stats::Test) -> &'static str {
 pub fn noise(e: &crate::stats::RatioEstimate, target: f64, seconds_per_block: f64) -> String {
     let need = e.blocks_for(target);
     format!(
-        "{:.1}% (per-block sd {:.1}%); +-{:.1}% needs {need} blocks (~{:.0} min)",
+        "detects {:.1}% (per-block sd {:.1}%); +-{:.1}% needs {need} blocks (~{:.0} min)",
         100.0 * e.detectable(),
         100.0 * e.sd_log,
         100.0 * target,
