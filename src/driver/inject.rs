@@ -7,8 +7,9 @@ use std::str::FromStr;
 use std::time::Duration;
 
 /// What is added to every unit: nothing, a fixed busy-wait (`"35us"`), or a share of the
-/// unit's own time (`"2%"`: every unit takes 2% longer, so the true throughput ratio is
-/// 1 / 1.02 whatever the machine's speed, where a fixed wait is a larger share on a faster day).
+/// unit's own time (`"2%"`: every unit takes 2% longer, a nominal throughput ratio of 1 / 1.02
+/// whatever the machine's speed, where a fixed wait is a larger share on a faster day; the
+/// spin's after-effects make the real change somewhat larger, see the README's verdict checks).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub enum InjectedDelay {
     #[default]
@@ -24,14 +25,6 @@ impl InjectedDelay {
             Self::None => Duration::ZERO,
             Self::Fixed(d) => d,
             Self::Share(p) => work.mul_f64(p),
-        }
-    }
-
-    /// The throughput ratio a `Share` delay makes, against the same work without it.
-    pub fn true_ratio(self) -> Option<f64> {
-        match self {
-            Self::Share(p) => Some(1.0 / (1.0 + p)),
-            _ => None,
         }
     }
 
@@ -87,7 +80,6 @@ mod tests {
         assert_eq!(fixed.after(Duration::from_millis(3)), Duration::from_micros(35));
         let share: InjectedDelay = "2%".parse().unwrap();
         assert_eq!(share.after(Duration::from_millis(3)), Duration::from_micros(60));
-        assert!((share.true_ratio().unwrap() - 1.0 / 1.02).abs() < 1e-12);
         assert_eq!("0".parse::<InjectedDelay>().unwrap(), InjectedDelay::None);
         for text in ["35us", "2%"] {
             let d: InjectedDelay = text.parse().unwrap();
