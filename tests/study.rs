@@ -187,6 +187,30 @@ fn a_slowdown_given_as_a_share_of_each_orders_time_has_a_known_true_ratio() {
 }
 
 #[test]
+fn extra_uncounted_units_slow_throughput_and_cost_per_unit_by_exactly_their_share() {
+    // One unit in six runs uncounted: the same work as the others, so no spin's after-effects
+    // bias the truth, 1 / 1.2, in throughput as in CPU per unit (the verdict checks inject
+    // 2% this way).
+    let _turn = turn();
+    let dir = tempfile::tempdir().unwrap();
+    let variants = [("base", "0", ""), ("slower", "20% more units", "")];
+    let f = write_study(dir.path(), &busy_waits("extra", 10, "", &variants));
+    let out = dir.path().join("out");
+    ok(&["study", &f, "--out", out.to_str().unwrap()]);
+    let r = report(&out);
+    let truth = 1.0 / 1.2;
+    let cpu = r["measures"].as_array().unwrap().iter().find(|m| m["measure"]["name"] == "in-process CPU per unit");
+    let cpu = &cpu.unwrap_or_else(|| panic!("no CPU per unit: {}", r["measures"]))["comparisons"][0];
+    for (c, truth) in [(&r["comparisons"][0], truth), (cpu, 1.0 / truth)] {
+        assert_eq!(c["verdict"]["verdict"], "slower", "{c}");
+        let (lo, hi) = (c["estimate"]["ci"][0].as_f64().unwrap(), c["estimate"]["ci"][1].as_f64().unwrap());
+        assert!(lo < truth * 1.005 && hi > truth * 0.995, "CI [{lo}, {hi}] vs true {truth}: {c}");
+        assert!(hi / lo < 1.3, "a CI this wide would cover anything: {c}");
+    }
+    assert!(r["variants"].to_string().contains("20% more units"), "the report names it: {}", r["variants"]);
+}
+
+#[test]
 fn a_variant_that_needs_its_own_process_takes_turns_with_the_others_from_it() {
     // AES-NI masking takes a process of its own: "slower" runs in one, base in another,
     // their slices in one schedule from a common start.

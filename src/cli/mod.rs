@@ -186,7 +186,7 @@ impl DbArgs {
             server_settings: self.server_setting.clone(),
             listen: self.listen.clone(),
             limits: None,
-            inject_delay: crate::driver::InjectedDelay::None,
+            inject_delay: crate::driver::InjectedSlowdown::None,
             fuse_daemons: vec![],
         })
     }

@@ -104,7 +104,7 @@ pub struct RunArgs {
     /// Test-only: busy-wait this long (or this share of its own time, e.g. 2%) after every
     /// order: a known slowdown for verdict tests.
     #[arg(long, hide = true, default_value = "0")]
-    inject_delay: crate::driver::InjectedDelay,
+    inject_delay: crate::driver::InjectedSlowdown,
 }
 
 pub fn main(args: RunArgs) -> Result<ExitCode> {

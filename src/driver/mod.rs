@@ -11,7 +11,7 @@ pub mod stats;
 use crate::interrupt::{self, Stop};
 use crate::sys::{thread_cpu, StorageIo};
 use hdrhistogram::Histogram;
-pub use inject::InjectedDelay;
+pub use inject::InjectedSlowdown;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use stats::{Counters, SharedStats};
@@ -86,9 +86,10 @@ pub struct Pacing {
     /// client drives a slice of them); workers take their identity and stream from it.
     #[serde(skip)]
     pub first_worker: usize,
-    /// Test-only: a busy-wait added to every unit, so verdict tests have a known slowdown.
-    #[serde(default, skip_serializing_if = "InjectedDelay::is_none")]
-    pub injected_delay: InjectedDelay,
+    /// Test-only: a busy-wait added to every unit, or extra uncounted units, so verdict tests
+    /// have a known slowdown.
+    #[serde(default, skip_serializing_if = "InjectedSlowdown::is_none")]
+    pub injected_delay: InjectedSlowdown,
     /// Read each worker thread's CPU time around every unit: the engine's cost where it runs
     /// in those threads (SQLite), elsewhere two system calls per unit of client cost only.
     #[serde(skip)]
@@ -385,6 +386,8 @@ fn work(
     let mut rec = UnitRecorder::default();
     let think = pacing.think_time.as_secs_f64();
     let mut done = 0;
+    // Whether this unit is an injected extra one, and the share of one owed so far.
+    let (mut extra, mut owed) = (false, 0.0);
     // The thread's storage I/O when it started its first measured unit.
     let mut io_from: Option<Option<StorageIo>> = None;
     while !stop.is_requested() && pacing.iterations.is_none_or(|n| done < n) {
@@ -415,12 +418,18 @@ fn work(
             }
             rec.untimed(t.elapsed());
         }
+        // An injected extra unit costs its time and CPU like any other, and the database
+        // holds its work (the invariant checks count it), but it is not measured.
+        let counted = !extra;
         stats.count_from_start(&rec, outcome);
-        done += 1;
+        done += u64::from(counted);
         if phase.load(Relaxed) != PHASE_DONE {
-            stats.record(i, &rec, outcome);
+            if counted {
+                stats.record(i, &rec, outcome);
+            }
             stats.account(&rec, t0.elapsed(), cpu0.map_or(Duration::ZERO, |c| thread_cpu().saturating_sub(c)));
         }
+        extra = counted && pacing.injected_delay.extra_unit_after_counted(&mut owed);
         worker.unit_done();
         if think > 0.0 && stop.sleep(Duration::from_secs_f64(rng.random_range(0.0..2.0 * think))) {
             break;
@@ -476,7 +485,7 @@ mod tests {
             iterations: None,
             report_interval: Duration::from_millis(200),
             seed: 1,
-            injected_delay: InjectedDelay::None,
+            injected_delay: InjectedSlowdown::None,
             first_worker: 0,
             worker_cpu: true,
         }
@@ -564,6 +573,31 @@ mod tests {
         assert_eq!((r.measured.units, r.from_start.committed + r.from_start.rolled_back), (150, 150));
         assert_eq!(windows, (1, 1));
         assert!(r.elapsed_s < 5.0, "{}", r.elapsed_s);
+    }
+
+    /// Counts the units it runs.
+    struct Counter(std::sync::Arc<AtomicUsize>);
+    impl Worker for Counter {
+        fn run_unit(&mut self, rec: &mut UnitRecorder) -> anyhow::Result<Outcome> {
+            self.0.fetch_add(1, Relaxed);
+            rec.op(0, Duration::from_micros(10));
+            Ok(Outcome::Committed)
+        }
+    }
+
+    #[test]
+    fn injected_extra_units_are_run_but_not_counted() {
+        let ran = std::sync::Arc::new(AtomicUsize::new(0));
+        let mk = |_| Ok(Box::new(Counter(ran.clone())) as Box<dyn Worker>);
+        let mut p = pacing(2, 0, 60_000);
+        (p.iterations, p.injected_delay) = (Some(40), "25% more units".parse().unwrap());
+        let r = run(&p, &["op"], &mk, &mut |_| {});
+        assert_eq!(r.status, RunStatus::Completed);
+        // Each worker's 40 counted units had 10 extra ones after them (the last after unit 40
+        // ends its run before it starts); the database saw them all.
+        assert_eq!(ran.load(Relaxed), 2 * (40 + 9), "extras run beside the counted units");
+        assert_eq!((r.measured.units, r.from_start.committed), (80, 98));
+        assert_eq!(r.measured.unit_latency.count, 80, "extras leave no latency");
     }
 
     /// Pauses 10 ms three times, then a minute; counts the units the driver says are done.

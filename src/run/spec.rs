@@ -43,7 +43,7 @@ pub struct DbSpec {
     pub limits: Option<Limits>,
     /// Test-only: a busy-wait in every unit (a known slowdown for verdict checks).
     #[serde(default)]
-    pub inject_delay: crate::driver::InjectedDelay,
+    pub inject_delay: crate::driver::InjectedSlowdown,
     /// The FUSE daemons under the data (gocryptfs, bindfs), which a memory limit takes in.
     #[serde(default)]
     pub fuse_daemons: Vec<u32>,
@@ -170,7 +170,7 @@ impl PacingSpec {
             iterations: self.iterations,
             report_interval: self.report_interval,
             seed,
-            injected_delay: crate::driver::InjectedDelay::None,
+            injected_delay: crate::driver::InjectedSlowdown::None,
             first_worker: 0,
             worker_cpu: false,
         }
@@ -436,7 +436,7 @@ mod tests {
                 server_settings: vec![],
                 listen: None,
                 limits: Some(Limits { groups: vec!["/sys/fs/cgroup/x".into()], applies_to: LimitScope::Server }),
-                inject_delay: crate::driver::InjectedDelay::None,
+                inject_delay: crate::driver::InjectedSlowdown::None,
                 fuse_daemons: vec![],
             },
             pacing: PacingSpec { threads: 4, duration: Some(Duration::from_secs(5)), ..Default::default() },

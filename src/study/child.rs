@@ -187,7 +187,7 @@ pub fn run_beside(
         server_settings: vec![],
         listen: None,
         limits: None,
-        inject_delay: crate::driver::InjectedDelay::None,
+        inject_delay: crate::driver::InjectedSlowdown::None,
         fuse_daemons: vec![],
     };
     let companion = crate::run::Companion { db, pacing: pacing(companion) };

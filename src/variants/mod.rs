@@ -53,7 +53,7 @@ pub struct VariantConfig {
     pub aesni: bool,
     /// Test-only: a busy-wait inside every unit, so verdict checks have a known slowdown.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub delay: Option<crate::driver::InjectedDelay>,
+    pub delay: Option<crate::driver::InjectedSlowdown>,
     /// The variant this one's cost is measured against besides the baseline: the same
     /// stack without the encryption layer. A study fills it in (see `study::controls`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -105,7 +105,7 @@ pub struct Prepared {
     /// Environment for each run's child process.
     pub env: Vec<(String, String)>,
     /// Test-only: a busy-wait each run adds to every unit.
-    pub inject_delay: crate::driver::InjectedDelay,
+    pub inject_delay: crate::driver::InjectedSlowdown,
     /// The bytes at rest: what the plaintext canary scan reads.
     pub backing: Vec<PathBuf>,
     /// Whether data at rest must be ciphertext (the canary must find nothing).
@@ -190,7 +190,7 @@ impl Prepared {
             cipher_pragmas: vec![],
             server_settings: vec![],
             env: vec![],
-            inject_delay: crate::driver::InjectedDelay::None,
+            inject_delay: crate::driver::InjectedSlowdown::None,
             encrypted: false,
             cgroups: vec![],
             daemons: vec![],

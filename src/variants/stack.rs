@@ -118,7 +118,7 @@ struct Keys {
 const STACK_KEYS: [&str; 9] =
     ["name", "storage", "log_storage", "encryption", "fuse_passthrough", "limits", "aesni", "delay", "control"];
 
-fn injected(text: &str, key: &str) -> Result<crate::driver::InjectedDelay> {
+fn injected(text: &str, key: &str) -> Result<crate::driver::InjectedSlowdown> {
     text.parse().map_err(|e| anyhow::anyhow!("{key}: {e}"))
 }
 
