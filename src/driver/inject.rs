@@ -1,10 +1,11 @@
 //! Test-only slowdowns, so the verdict checks (and their tests) have a change of known size
 //! to find: a busy-wait after every unit, or units run and not counted.
 
+use super::stats::UnitRecorder;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::str::FromStr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What is added to the work: nothing; a fixed busy-wait after every unit (`"35us"`); a
 /// busy-wait of a share of each unit's own time (`"2%"`: a nominal throughput ratio of
@@ -25,7 +26,7 @@ const MORE_UNITS: &str = "more units";
 
 impl InjectedSlowdown {
     /// The busy-wait after a unit that worked for `work`.
-    pub fn after(self, work: Duration) -> Duration {
+    fn after(self, work: Duration) -> Duration {
         match self {
             Self::None | Self::MoreUnits(_) => Duration::ZERO,
             Self::Fixed(d) => d,
@@ -33,20 +34,50 @@ impl InjectedSlowdown {
         }
     }
 
-    /// Whether the unit after a counted one is an extra, uncounted one. `owed` carries the
-    /// share over from unit to unit, so that 2% makes exactly one unit in 51 an extra.
-    pub fn extra_unit_after_counted(self, owed: &mut f64) -> bool {
-        let Self::MoreUnits(p) = self else { return false };
-        *owed += p;
-        let due = *owed >= 1.0 - 1e-9;
-        if due {
-            *owed -= 1.0;
-        }
-        due
-    }
-
     pub fn is_none(&self) -> bool {
         *self == Self::None
+    }
+}
+
+/// One worker's injected slowdown, unit by unit.
+pub(crate) struct Injector {
+    slowdown: InjectedSlowdown,
+    /// Whether the current unit is an extra, uncounted one.
+    extra: bool,
+    /// The share of an extra unit owed so far, carried from unit to unit so that 2% makes
+    /// exactly one unit in 51 an extra.
+    owed: f64,
+}
+
+impl Injector {
+    pub fn new(slowdown: InjectedSlowdown) -> Self {
+        Self { slowdown, extra: false, owed: 0.0 }
+    }
+
+    /// Busy-waits after a unit that started at `t0`, for what its work time (less its wait
+    /// for a turn) calls for, and records the wait as untimed.
+    pub fn spin(&self, t0: Instant, rec: &mut UnitRecorder) {
+        let spin = self.slowdown.after(t0.elapsed().saturating_sub(rec.turn_wait()));
+        if !spin.is_zero() {
+            let t = Instant::now();
+            while t.elapsed() < spin {
+                std::hint::spin_loop();
+            }
+            rec.untimed(t.elapsed());
+        }
+    }
+
+    /// Whether the unit just run counts; also decides whether the next one is an extra.
+    pub fn counts_this_unit(&mut self) -> bool {
+        let counted = !self.extra;
+        self.extra = false;
+        if let (true, InjectedSlowdown::MoreUnits(p)) = (counted, self.slowdown) {
+            self.owed += p;
+            if self.owed >= 1.0 - 1e-9 {
+                (self.owed, self.extra) = (self.owed - 1.0, true);
+            }
+        }
+        counted
     }
 }
 
@@ -121,10 +152,11 @@ mod tests {
     fn more_units_makes_one_unit_in_fifty_one_an_uncounted_extra_and_no_busy_wait() {
         let more: InjectedSlowdown = "2% more units".parse().unwrap();
         assert_eq!(more.after(Duration::from_millis(3)), Duration::ZERO);
-        let mut owed = 0.0;
-        let extras: Vec<usize> = (1..=510).filter(|_| more.extra_unit_after_counted(&mut owed)).collect();
-        assert_eq!(extras.len(), 10, "one extra after every 50 counted units");
-        assert_eq!(extras[0], 50);
-        assert!(!"2%".parse::<InjectedSlowdown>().unwrap().extra_unit_after_counted(&mut 0.0));
+        let mut injector = Injector::new(more);
+        let uncounted: Vec<usize> = (1..=510).filter(|_| !injector.counts_this_unit()).collect();
+        assert_eq!(uncounted.len(), 10, "one extra after every 50 counted units");
+        assert_eq!(uncounted[0], 51);
+        let mut spin_only = Injector::new("2%".parse().unwrap());
+        assert!((0..100).all(|_| spin_only.counts_this_unit()));
     }
 }

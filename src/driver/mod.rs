@@ -386,8 +386,7 @@ fn work(
     let mut rec = UnitRecorder::default();
     let think = pacing.think_time.as_secs_f64();
     let mut done = 0;
-    // Whether this unit is an injected extra one, and the share of one owed so far.
-    let (mut extra, mut owed) = (false, 0.0);
+    let mut injected = inject::Injector::new(pacing.injected_delay);
     // The thread's storage I/O when it started its first measured unit.
     let mut io_from: Option<Option<StorageIo>> = None;
     while !stop.is_requested() && pacing.iterations.is_none_or(|n| done < n) {
@@ -410,17 +409,10 @@ fn work(
             Ok(o) => o,
             Err(e) => return fail(format!("{e:#}")),
         };
-        let spin = pacing.injected_delay.after(t0.elapsed().saturating_sub(rec.turn_wait()));
-        if !spin.is_zero() {
-            let t = Instant::now();
-            while t.elapsed() < spin {
-                std::hint::spin_loop();
-            }
-            rec.untimed(t.elapsed());
-        }
+        injected.spin(t0, &mut rec);
         // An injected extra unit costs its time and CPU like any other, and the database
         // holds its work (the invariant checks count it), but it is not measured.
-        let counted = !extra;
+        let counted = injected.counts_this_unit();
         stats.count_from_start(&rec, outcome);
         done += u64::from(counted);
         if phase.load(Relaxed) != PHASE_DONE {
@@ -429,7 +421,6 @@ fn work(
             }
             stats.account(&rec, t0.elapsed(), cpu0.map_or(Duration::ZERO, |c| thread_cpu().saturating_sub(c)));
         }
-        extra = counted && pacing.injected_delay.extra_unit_after_counted(&mut owed);
         worker.unit_done();
         if think > 0.0 && stop.sleep(Duration::from_secs_f64(rng.random_range(0.0..2.0 * think))) {
             break;
