@@ -148,6 +148,7 @@ impl RunArgs {
             interleave: vec![],
             slice: std::time::Duration::from_secs(1),
             slice_seed: 0,
+            slice_shares: vec![],
             turns: None,
             clients: (!self.clients.is_empty()).then_some(crate::remote::ClientsSpec {
                 hosts: self.clients,

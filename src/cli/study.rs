@@ -65,7 +65,11 @@ pub fn main(args: StudyArgs) -> Result<ExitCode> {
     }
     // What the noise allows, beside every headline verdict.
     for c in &r.comparisons {
-        println!("  {:<12} noise: {}", c.variant, crate::report::noise(&c.estimate, r.ci_target, r.seconds_per_block));
+        println!(
+            "  {:<12} noise: {}",
+            c.variant,
+            crate::report::noise(&c.estimate, r.targets().of(&c.variant, None), r.seconds_per_block)
+        );
     }
     for m in &r.measures {
         for c in &m.controls {

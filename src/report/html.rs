@@ -43,7 +43,7 @@ pub fn render(r: &StudyReport) -> Result<String> {
     let _ = writeln!(out, "<h1>Study {}: {}</h1>", r.study_id, esc(&r.name));
     let _ = writeln!(
         out,
-        "<p class=\"status\">Status: <b>{}</b>{}. {} blocks, {:.0} s per block; stopped: {}. Metric: {} ({} is better); baseline: {}; CI target &plusmn;{:.1}%.</p>",
+        "<p class=\"status\">Status: <b>{}</b>{}. {} blocks, {:.0} s per block; stopped: {}. Metric: {} ({} is better); baseline: {}; CI target {}.</p>",
         r.status,
         r.cause.as_ref().map_or(String::new(), |c| format!(" ({})", esc(c))),
         r.blocks_completed,
@@ -52,7 +52,7 @@ pub fn render(r: &StudyReport) -> Result<String> {
         esc(&r.metric),
         if r.higher_is_better { "higher" } else { "lower" },
         esc(&r.baseline),
-        100.0 * r.ci_target
+        esc(&r.targets().text().replace("+-", "\u{b1}"))
     );
     let _ = writeln!(out, "<h2>Answer</h2>\n<ul class=\"answer\">");
     for line in super::answer::lines(r) {

@@ -23,11 +23,11 @@ pub fn render(r: &StudyReport) -> String {
     );
     let _ = writeln!(
         out,
-        "- metric: {} ({} is better), baseline: {}, CI target: +-{:.1}%",
+        "- metric: {} ({} is better), baseline: {}, CI target: {}",
         r.metric,
         if r.higher_is_better { "higher" } else { "lower" },
         r.baseline,
-        100.0 * r.ci_target
+        r.targets().text()
     );
     let _ = writeln!(out, "- {} to {}", r.started_at, r.finished_at);
     let _ = writeln!(out, "\n## Answer\n");

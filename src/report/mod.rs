@@ -77,6 +77,9 @@ pub struct StudyReport {
     pub higher_is_better: bool,
     pub baseline: String,
     pub ci_target: f64,
+    /// The variants with targets of their own (see [`Targets`]).
+    #[serde(default)]
+    pub ci_targets: BTreeMap<String, f64>,
     /// When a change was called (confidence, practical threshold).
     #[serde(default)]
     pub rules: crate::stats::Rules,
@@ -96,6 +99,38 @@ pub struct StudyReport {
     pub runs: Vec<RunRow>,
     pub canary: Vec<CanaryResult>,
     pub sut: Sut,
+}
+
+/// How precise a study's intervals must be: every comparison's half-width at most `all`,
+/// or, where one of its two variants is in `own`, the tighter of theirs.
+pub struct Targets<'a> {
+    pub all: f64,
+    pub own: &'a BTreeMap<String, f64>,
+}
+
+impl Targets<'_> {
+    /// The target of the comparison of `variant` with `against` (the baseline when `None`).
+    pub fn of(&self, variant: &str, against: Option<&str>) -> f64 {
+        let own = |n: &str| self.own.get(n).copied();
+        [Some(variant), against].into_iter().flatten().filter_map(own).reduce(f64::min).unwrap_or(self.all)
+    }
+
+    /// In words, e.g. "+-1.0% (sqlcipher +-0.5%)".
+    pub fn text(&self) -> String {
+        let own: Vec<String> = self.own.iter().map(|(n, t)| format!("{n} +-{:.1}%", 100.0 * t)).collect();
+        let all = format!("+-{:.1}%", 100.0 * self.all);
+        if own.is_empty() {
+            all
+        } else {
+            format!("{all} ({})", own.join(", "))
+        }
+    }
+}
+
+impl StudyReport {
+    pub fn targets(&self) -> Targets<'_> {
+        Targets { all: self.ci_target, own: &self.ci_targets }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -369,6 +404,7 @@ pub(crate) mod sample {
             higher_is_better: true,
             baseline: "plain".into(),
             ci_target: 0.01,
+            ci_targets: BTreeMap::new(),
             rules: Default::default(),
             blocks_completed: 6,
             seconds_per_block: 20.0,

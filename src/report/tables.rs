@@ -75,7 +75,7 @@ pub fn verdicts(r: &StudyReport) -> Table {
                         change(e),
                         format!("[{}, {}]", pct(e.bootstrap_ci.0), pct(e.bootstrap_ci.1)),
                         format!("{:.4} ({})", e.p_value, test_name(e.test)),
-                        noise(e, r.ci_target, r.seconds_per_block),
+                        noise(e, r.targets().of(&c.variant, None), r.seconds_per_block),
                         verdict_cell(c),
                     ]
                 }
@@ -174,7 +174,7 @@ fn against_others(
                     c.against.clone().unwrap_or_default(),
                     change(e),
                     verdict_cell(c),
-                    noise(e, r.ci_target, r.seconds_per_block),
+                    noise(e, r.targets().of(&c.variant, c.against.as_deref()), r.seconds_per_block),
                 ]
             })
         })

@@ -101,7 +101,8 @@ fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<
     // The first variant's disks and server stand for the machine every side shares.
     let sampler = sets[0].sampler(spec)?;
     // The slices start where the measured window does; the warm-up alternates too.
-    let slices = Slices::new(of, spec.slice, start + pacings[0].warmup, spec.slice_seed, board);
+    let slices =
+        Slices::new(of, spec.slice, start + pacings[0].warmup, spec.slice_seed, board).with_shares(&spec.slice_shares);
     let bar = ProgressBar::hidden();
     let live = super::live::Live::of(spec)?;
     let live = &live;

@@ -29,6 +29,9 @@ pub struct Slices {
     origin: Instant,
     slice: Duration,
     variants: usize,
+    /// Each place's slices per round in the measured window (one each when empty); the
+    /// warm-up gives every place one per round.
+    shares: Vec<u32>,
     seed: u64,
     board: Board,
     /// What each place's workers did, for the places this process runs.
@@ -52,7 +55,16 @@ impl Slices {
         let accounts = (0..variants.max(1))
             .map(|_| Account { from: AtomicU64::new(UNSET), to: AtomicU64::new(UNSET), at_work_ns: AtomicU64::new(0) })
             .collect();
-        Self { origin, slice, variants: variants.max(1), seed, board, accounts, epoch: Instant::now() }
+        let shares = vec![];
+        Self { origin, slice, variants: variants.max(1), shares, seed, board, accounts, epoch: Instant::now() }
+    }
+
+    /// From the origin on, each round gives place `p` `shares[p]` slices (at least one).
+    pub fn with_shares(mut self, shares: &[u32]) -> Self {
+        if shares.len() == self.variants {
+            self.shares = shares.iter().map(|&n| n.max(1)).collect();
+        }
+        self
     }
 
     /// The slice `at` falls in (negative before the origin).
@@ -73,23 +85,44 @@ impl Slices {
         }
     }
 
-    /// The variant whose slice `k` is: round `k / variants` is a seeded permutation.
-    fn owner(&self, k: i64) -> usize {
-        let n = self.variants as i64;
-        let round = k.div_euclid(n) as u64;
-        let mut order: Vec<usize> = (0..self.variants).collect();
+    /// The round slice `k` falls in: its first slice and each of its slices' place. A round
+    /// is a seeded permutation of every place's slices: one each in the warm-up, `shares`
+    /// from the origin on.
+    fn round_of(&self, k: i64) -> (i64, Vec<usize>) {
+        let mut order: Vec<usize> = match k >= 0 && !self.shares.is_empty() {
+            true => self.shares.iter().enumerate().flat_map(|(p, &n)| std::iter::repeat_n(p, n as usize)).collect(),
+            false => (0..self.variants).collect(),
+        };
+        let n = order.len() as i64;
+        // Weighted rounds draw from a stream of their own, apart from the warm-up's.
+        let salt = if order.len() == self.variants { 0 } else { 0x5EED };
+        let round = k.div_euclid(n) as u64 ^ salt;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.seed ^ round.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         order.shuffle(&mut rng);
-        order[k.rem_euclid(n) as usize]
+        (k.div_euclid(n) * n, order)
+    }
+
+    #[cfg(test)]
+    fn owner(&self, k: i64) -> usize {
+        let (first, order) = self.round_of(k);
+        order[(k - first) as usize]
     }
 
     /// How long `variant` waits for its next slice (zero within its own).
     fn wait(&self, variant: usize) -> Duration {
         let now = Instant::now();
-        let k = self.index(now);
-        (k..k + 2 * self.variants as i64)
-            .find(|&j| self.owner(j) == variant)
-            .map_or(Duration::ZERO, |j| self.start(j).saturating_duration_since(now))
+        let mut k = self.index(now);
+        // Every round has a slice of every place: the next one is in this round or the next
+        // (or the one after, where the warm-up's rounds meet the measured window's).
+        for _ in 0..3 {
+            let (first, order) = self.round_of(k);
+            let from = (k - first) as usize;
+            if let Some(p) = order[from..].iter().position(|&o| o == variant) {
+                return self.start(k + p as i64).saturating_duration_since(now);
+            }
+            k = first + order.len() as i64;
+        }
+        Duration::ZERO
     }
 
     /// Lets a worker of `variant` start a unit (zero: it may, and is now at work) or says how
@@ -261,6 +294,23 @@ mod tests {
         assert!(orders.len() >= 4, "the order varies from round to round: {orders:?}");
         let again = slices(3, Duration::from_secs(1), Instant::now(), 7);
         assert!((0..30).all(|k| s.owner(k) == again.owner(k)), "the seed fixes the schedule");
+    }
+
+    #[test]
+    fn shares_give_each_round_of_the_measured_window_that_many_slices_of_each_place() {
+        let s = slices(3, Duration::from_secs(1), Instant::now(), 7).with_shares(&[3, 1, 2]);
+        for round in 0..20i64 {
+            let mut owners: Vec<usize> = (0..6).map(|p| s.owner(6 * round + p)).collect();
+            owners.sort();
+            assert_eq!(owners, vec![0, 0, 0, 1, 2, 2], "round {round}");
+        }
+        for round in -4..0i64 {
+            let mut owners: Vec<usize> = (0..3).map(|p| s.owner(3 * round + p)).collect();
+            owners.sort();
+            assert_eq!(owners, vec![0, 1, 2], "the warm-up's round {round} gives one each");
+        }
+        let one = slices(2, Duration::from_secs(1), Instant::now(), 7).with_shares(&[4, 0]);
+        assert_eq!((0..5).filter(|&k| one.owner(k) == 1).count(), 1, "every place keeps a slice per round");
     }
 
     #[test]

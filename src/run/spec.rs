@@ -258,6 +258,10 @@ pub struct RunSpec {
     /// workload's seed: every variant does the same work).
     #[serde(default)]
     pub slice_seed: u64,
+    /// Each place's slices per round of the measured window (one each when empty): a study
+    /// gives more to the variants whose intervals are furthest from their target.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slice_shares: Vec<u32>,
     /// This run takes turns with other run processes too (see `run::start`): its variants'
     /// places in their common schedule. It then waits for a go on stdin before measuring.
     #[serde(default)]
@@ -301,6 +305,7 @@ impl RunSpec {
             interleave: vec![],
             slice: default_slice(),
             slice_seed: 0,
+            slice_shares: vec![],
             turns: None,
             clients: None,
             companion: None,
@@ -451,6 +456,7 @@ mod tests {
             interleave: vec![],
             slice: Duration::from_secs(1),
             slice_seed: 0,
+            slice_shares: vec![],
             turns: None,
             clients: Some(crate::remote::ClientsSpec {
                 hosts: vec!["me@a".into(), "b".into()],

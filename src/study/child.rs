@@ -304,6 +304,14 @@ pub fn can_share(p: &Prepared) -> bool {
     p.env.is_empty() && p.cgroups.is_empty()
 }
 
+/// How one block's interleaved runs take turns (see `run::slices`): the slice length, the
+/// seed of their order, and each place's slices per round (empty: one each).
+pub struct Schedule {
+    pub slice: Duration,
+    pub seed: u64,
+    pub shares: Vec<u32>,
+}
+
 /// One block's interleaved runs of a workload: every group of variants (those that can
 /// share a process together, each of the others alone) in a process of its own, all
 /// taking turns in one schedule of slices (see `run::slices`; across processes,
@@ -314,7 +322,7 @@ pub fn run_interleaved(
     groups: &[Vec<(&VariantConfig, &Prepared)>],
     w: &WorkloadConfig,
     tag: &str,
-    (slice, slice_seed): (Duration, u64),
+    schedule: &Schedule,
     keep_for_scan: bool,
 ) -> Vec<Vec<Result<RunRecord>>> {
     let of = groups.iter().map(Vec::len).sum();
@@ -335,7 +343,8 @@ pub fn run_interleaved(
             }
             ooms.push(sides.iter().map(|(_, p)| crate::sys::cgroup::oom_kills(&p.cgroups)).collect::<Vec<_>>());
             RunCommand::new(ctx, sides, w, tag, keep_for_scan, |spec| {
-                (spec.slice, spec.slice_seed, spec.turns) = (slice, slice_seed, turns);
+                (spec.slice, spec.slice_seed, spec.turns) = (schedule.slice, schedule.seed, turns);
+                spec.slice_shares = schedule.shares.clone();
             })
         })
         .collect::<Result<Vec<_>>>();
@@ -411,6 +420,7 @@ fn run_spec(ctx: &Context, db: DbSpec, w: &WorkloadConfig, json: &Path) -> Resul
         interleave: vec![],
         slice: Duration::from_secs(1),
         slice_seed: 0,
+        slice_shares: vec![],
         turns: None,
         clients: ctx.study.clients.clone().filter(|_| !standalone(w)),
         companion: None,

@@ -19,15 +19,15 @@ pub fn block_done(
     e: &Exporter,
     blocks: usize,
     seconds: f64,
-    widths: &[(String, f64)],
+    widths: &[super::summary::Width],
     active: &[Active],
     measures: &[Measure],
 ) {
     e.set(RUNNING, &[], 1.0);
     e.set(BLOCKS, &[], blocks as f64);
     e.set(BLOCK_SECONDS, &[], seconds);
-    for (name, w) in widths.iter().filter(|(_, w)| w.is_finite()) {
-        e.set(HALF_WIDTH, &[("comparison", name)], *w);
+    for w in widths.iter().filter(|w| w.half_width.is_finite()) {
+        e.set(HALF_WIDTH, &[("comparison", &w.name)], w.half_width);
     }
     for a in active {
         for m in measures {

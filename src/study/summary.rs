@@ -94,22 +94,32 @@ fn silent(active: &[Active], measures: &[Measure], m: &Measure) -> bool {
     any(&first.key()) && !any(&m.key())
 }
 
-/// Current relative CI half-width of every comparison still running.
-pub(super) fn half_widths(
-    active: &[Active],
-    measures: &[Measure],
-    pairs: &[(String, String)],
-    seed: u64,
-    rules: &Rules,
-) -> Vec<(String, f64)> {
+/// One running comparison's interval so far.
+pub(super) struct Width {
+    /// The comparison, as progress lines and metrics name it.
+    pub name: String,
+    /// Relative CI half-width (infinite before two blocks).
+    pub half_width: f64,
+    /// The half-width the study stops at.
+    pub target: f64,
+    /// The variant and what it is compared with (indices into the study's variants).
+    pub sides: (usize, usize),
+    /// The per-block sd of the log ratio, once known.
+    pub sd_log: Option<f64>,
+}
+
+/// Every comparison still running, with its interval so far.
+pub(super) fn half_widths(active: &[Active], measures: &[Measure], study: &StudyFile) -> Vec<Width> {
     let many = measures.len() > 1;
     let measures: Vec<&Measure> = measures.iter().filter(|m| !silent(active, measures, m)).collect();
-    pairings(active, pairs)
+    pairings(active, &study.compare)
         .into_iter()
         .filter(|&(i, c)| active[i].failed.is_none() && c.other().is_none_or(|c| active[c].failed.is_none()))
         .flat_map(|(i, c)| {
             let a = &active[i];
-            let reference = &active[c.other().unwrap_or(0)];
+            let other = c.other().unwrap_or(0);
+            let reference = &active[other];
+            let target = study.targets().of(&a.cfg.name, Some(&reference.cfg.name));
             measures.iter().map(move |m| {
                 let mut name = a.cfg.name.clone();
                 if c != Against::Baseline {
@@ -118,7 +128,14 @@ pub(super) fn half_widths(
                 if many {
                     name = format!("{name} {}", m.key());
                 }
-                (name, estimate(reference, a, &m.key(), seed, rules).map_or(f64::INFINITY, |e| e.relative_half_width()))
+                let e = estimate(reference, a, &m.key(), study.seed, &study.verdict);
+                Width {
+                    name,
+                    half_width: e.as_ref().map_or(f64::INFINITY, RatioEstimate::relative_half_width),
+                    target,
+                    sides: (i, other),
+                    sd_log: e.map(|e| e.sd_log),
+                }
             })
         })
         .collect()
@@ -167,10 +184,13 @@ fn measure_reports(
         .collect()
 }
 
-pub(super) fn progress_line(widths: &[(String, f64)]) -> String {
+pub(super) fn progress_line(widths: &[Width]) -> String {
     let parts: Vec<String> = widths
         .iter()
-        .map(|(n, w)| if w.is_finite() { format!("{n} +-{:.1}%", 100.0 * w) } else { format!("{n} (needs 2 blocks)") })
+        .map(|w| match w.half_width.is_finite() {
+            true => format!("{} +-{:.1}%", w.name, 100.0 * w.half_width),
+            false => format!("{} (needs 2 blocks)", w.name),
+        })
         .collect();
     format!("CI half-widths: {}", parts.join(", "))
 }
@@ -353,6 +373,7 @@ pub(super) fn build(i: Inputs) -> StudyReport {
         higher_is_better: headline.measure.higher_is_better,
         baseline: base.cfg.name.clone(),
         ci_target: i.study.ci_target,
+        ci_targets: i.study.ci_targets.clone(),
         rules: i.study.verdict,
         blocks_completed: values(base, &key).iter().filter(|v| v.is_some()).count(),
         seconds_per_block: crate::stats::mean(i.block_times).max(0.0),

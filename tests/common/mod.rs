@@ -116,3 +116,45 @@ pub fn scrape_until(port: u16, needle: &str, child: &mut std::process::Child) ->
     let _ = child.wait();
     panic!("no '{needle}' served on port {port}; last scrape:\n{last}");
 }
+
+// Studies (tests/study.rs, tests/verdicts.rs).
+
+/// Studies measure time: running two at once on a small machine would make each other's
+/// numbers meaningless, so the tests of a file take turns.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+pub fn turn() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub fn write_study(dir: &Path, body: &str) -> String {
+    let p = dir.join("study.toml");
+    std::fs::write(&p, body).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+pub fn report(out: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap()
+}
+
+pub const SMALL: &str = r#"
+[workload]
+name = "ds2"
+size = "1MB"
+threads = 1
+duration = "1.5s"
+warmup = "0.3s"
+"#;
+
+/// A study of busy-wait variants (`(name, busy-wait per order, extra keys)`, the first the
+/// baseline), interleaved in 100 ms slices over `blocks` blocks, with `head` as more
+/// top-level keys.
+pub fn busy_waits(name: &str, blocks: usize, head: &str, variants: &[(&str, &str, &str)]) -> String {
+    let mut body = format!(
+        "name = \"{name}\"\nblocks = {{ min = {blocks}, max = {blocks} }}\ninterleave = \"100ms\"\n{head}{SMALL}\n"
+    );
+    for (v, wait, extra) in variants {
+        body += &format!("[[variants]]\nname = \"{v}\"\nkind = \"delay\"\nper_transaction = \"{wait}\"\n{extra}");
+    }
+    body
+}

@@ -7,6 +7,7 @@ use crate::variants::VariantConfig;
 use crate::workloads::{Kind, Options, WorkloadSpec};
 use anyhow::{bail, Context as _, Result};
 use serde::{Deserialize, Deserializer, Serialize};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -23,6 +24,10 @@ pub struct StudyFile {
     /// Stop once every ratio's 95% CI half-width is at most this (0.01 = 1%).
     #[serde(default = "default_ci_target")]
     pub ci_target: f64,
+    /// A tighter (or looser) half-width for some variants' comparisons, e.g.
+    /// `ci_targets = { sqlcipher = 0.005 }`: the study gives their variants more slices.
+    #[serde(default)]
+    pub ci_targets: BTreeMap<String, f64>,
     #[serde(default)]
     pub blocks: Blocks,
     #[serde(default)]
@@ -70,6 +75,12 @@ pub struct StudyFile {
     /// ignores them.
     #[serde(default, skip_serializing)]
     pub(crate) quick: Option<toml::Table>,
+}
+
+impl StudyFile {
+    pub fn targets(&self) -> crate::report::Targets<'_> {
+        crate::report::Targets { all: self.ci_target, own: &self.ci_targets }
+    }
 }
 
 fn yes() -> bool {
@@ -304,6 +315,7 @@ impl StudyFile {
             seed,
             budget: default_budget(),
             ci_target: default_ci_target(),
+            ci_targets: BTreeMap::new(),
             blocks: Blocks::default(),
             target,
             workload: None,
@@ -427,6 +439,17 @@ impl StudyFile {
         if !(self.ci_target > 0.0 && self.ci_target < 1.0) {
             bail!("{}ci_target must be a fraction between 0 and 1, e.g. 0.01 for 1%", at("ci_target"));
         }
+        for (name, t) in &self.ci_targets {
+            if !self.variants[1..].iter().any(|v| v.name == *name) {
+                bail!("{}ci_targets: '{name}' is not a variant other than the baseline; name one of the variants compared", at("ci_targets"));
+            }
+            if !(*t > 0.0 && *t < 1.0) {
+                bail!(
+                    "{}ci_targets: {name} = {t} must be a fraction between 0 and 1, e.g. 0.005 for 0.5%",
+                    at("ci_targets")
+                );
+            }
+        }
         if let Some(problem) = self.verdict.problem() {
             bail!("{}verdict: {problem}", at("verdict"));
         }
@@ -455,136 +478,4 @@ impl StudyFile {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const GOOD: &str = r#"
-name = "t"
-budget = "2m"
-[workload]
-name = "ds2"
-size = "1MB"
-duration = "2s"
-pct_newcustomers = 5
-[[variants]]
-name = "plain"
-kind = "plain"
-[[variants]]
-name = "enc"
-kind = "sqlcipher"
-"#;
-
-    fn load(text: &str) -> Result<StudyFile> {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("s.toml");
-        std::fs::write(&p, text).unwrap();
-        StudyFile::load(&p, false).map(|(f, _)| f)
-    }
-
-    #[test]
-    fn a_good_file_loads_with_defaults() {
-        let f = load(GOOD).unwrap();
-        assert_eq!((f.budget, f.blocks.min, f.ci_target), (Duration::from_secs(120), 6, 0.01));
-        let Options::Ds2(mix) = &f.workloads[0].options else { panic!("{:?}", f.workloads[0].options) };
-        assert_eq!((mix.pct_newcustomers, mix.n_line_items), (5, 5));
-    }
-
-    #[test]
-    fn errors_name_the_line_and_key() {
-        let e = load(&GOOD.replace("duration = \"2s\"", "duration = \"2s\"\nthreds = 4")).unwrap_err().to_string();
-        assert!(e.contains("line 8") && e.contains("threds"), "{e}");
-        let e = load(&GOOD.replace("size = \"1MB\"", "size = \"huge\"")).unwrap_err().to_string();
-        assert!(e.contains("line 6") && e.contains("huge"), "{e}");
-        let e = load(&GOOD.replace("name = \"enc\"", "name = \"plain\"")).unwrap_err().to_string();
-        assert!(e.contains("used twice"), "{e}");
-        let e = load(&GOOD.replace("kind = \"sqlcipher\"", "kind = \"rot13\"")).unwrap_err().to_string();
-        assert!(e.contains("rot13") && e.contains("line"), "{e}");
-        for (from, to, says) in [
-            ("budget = \"2m\"", "budget = \"0s\"", "budget must be longer than 0"),
-            ("duration = \"2s\"", "duration = \"400d\"", "at most 24h"),
-            ("duration = \"2s\"", "duration = \"2s\"\nthreads = 100000", "between 1 and 1024"),
-        ] {
-            let e = load(&GOOD.replace(from, to)).unwrap_err().to_string();
-            assert!(e.contains(says) && e.contains("line"), "{to}: {e}");
-        }
-        let e = load(&GOOD.replace("budget = \"2m\"", "budget = \"soon\"")).unwrap_err().to_string();
-        assert!(e.contains("line 3") && e.contains("soon"), "{e}");
-    }
-
-    #[test]
-    fn key_commands_are_not_stored_and_inline_keys_are_refused() {
-        let with = |cmd: &str| {
-            GOOD.replace("kind = \"sqlcipher\"", &format!("kind = \"sqlcipher\"\nkey = {{ command = {cmd} }}"))
-        };
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("s.toml");
-        std::fs::write(&p, with("\"vault kv get -field=key secret/db\"")).unwrap();
-        let (f, text) = StudyFile::load(&p, false).unwrap();
-        assert_eq!(f.variants.len(), 2);
-        assert!(!text.contains("vault") && text.contains("(key command, not stored)"), "{text}");
-        let hex = "0123456789abcdef".repeat(4);
-        let e = load(&with(&format!("'echo {hex}'"))).unwrap_err().to_string();
-        assert!(e.contains("looks like the key itself") && !e.contains(&hex), "{e}");
-        assert_eq!(
-            redact_key_commands("a = 1\ncommand = \"x \\\" y\" # c"),
-            "a = 1\ncommand = \"(key command, not stored)\" # c"
-        );
-        assert_eq!(redact_key_commands("power = \"cmd:meter\""), "power = \"cmd:meter\"");
-    }
-
-    #[test]
-    fn a_bignw_entry_becomes_one_workload_per_benchmark_and_standalone_ones_load() {
-        let text = GOOD.replace(
-            "[workload]\nname = \"ds2\"\nsize = \"1MB\"\nduration = \"2s\"\npct_newcustomers = 5\n",
-            "[[workloads]]\nname = \"bignw\"\nbenchmarks = [1, 4]\nunit_time = \"2s\"\n\
-             [[workloads]]\nname = \"fileio\"\nsize = \"64MB\"\n[[workloads]]\nname = \"cipher\"\ncipher = \"aes-256-gcm\"\n",
-        );
-        let f = load(&text).unwrap();
-        let labels: Vec<String> = f.workloads.iter().map(WorkloadConfig::label).collect();
-        assert_eq!(labels.len(), 4, "{labels:?}");
-        assert!(labels[0].starts_with("bignw b1") && labels[1].starts_with("bignw b4"), "{labels:?}");
-        assert!(f.workloads[0].needs_calibration() && !f.workloads[2].needs_calibration());
-        let mut w = f.workloads[0].clone();
-        w.calibrate("1=12").unwrap();
-        assert!(!w.needs_calibration());
-        assert!(!f.workloads[3].kind().unwrap().leaves_data() && f.workloads[2].kind().unwrap().leaves_data());
-        let e = load(&text.replace("aes-256-gcm", "rot13")).unwrap_err().to_string();
-        assert!(e.contains("rot13") && e.contains("line"), "{e}");
-    }
-
-    #[test]
-    fn several_workloads_are_labelled_and_checked() {
-        let many = GOOD.replace(
-            "[workload]\nname = \"ds2\"\nsize = \"1MB\"\nduration = \"2s\"\npct_newcustomers = 5\n",
-            "[[workloads]]\nname = \"tpcc\"\nprofile = \"query\"\n[[workloads]]\nname = \"batch\"\nrepeat = 3\n",
-        );
-        let f = load(&many).unwrap();
-        assert_eq!(
-            f.workloads.iter().map(WorkloadConfig::label).collect::<Vec<_>>(),
-            ["tpcc hammerora-query", "batch"]
-        );
-        let e = load(&many.replace("profile = \"query\"", "profile = \"fast\"")).unwrap_err().to_string();
-        assert!(e.contains("unknown TPC-C profile 'fast'"), "{e}");
-        let e =
-            load(&many.replace("name = \"batch\"\nrepeat = 3", "name = \"tpcc\"\nprofile = \"query\"")).unwrap_err();
-        assert!(e.to_string().contains("label"), "{e}");
-        // An error in the second entry points at the second entry, not at the first's key.
-        let two = many.replace("profile = \"query\"", "profile = \"query\"\nthreads = 2\nsize = \"1\"");
-        let line_of = |text: &str, l: &str| text.lines().position(|x| x == l).unwrap() + 1;
-        let bad = two.replace("repeat = 3", "repeat = 3\nthreads = 0");
-        let e = load(&bad).unwrap_err().to_string();
-        assert!(e.contains(&format!("line {}:", line_of(&bad, "threads = 0"))), "{e}");
-        let bad = two.replace("repeat = 3", "size = \"0\"");
-        let e = load(&bad).unwrap_err().to_string();
-        assert!(e.contains(&format!("line {}:", line_of(&bad, "size = \"0\""))), "{e}");
-        // Another workload's option is a stray key, found on its own line.
-        let bad = two.replace("repeat = 3", "repeat = 3\nprofile = \"query\"");
-        let e = load(&bad).unwrap_err().to_string();
-        let second = bad.lines().enumerate().filter(|(_, l)| *l == "profile = \"query\"").nth(1).unwrap().0 + 1;
-        assert!(e.contains(&format!("line {second}:")) && e.contains("unknown field `profile`"), "{e}");
-        let e = load(&many.replace("name = \"batch\"", "name = \"tpcd\"")).unwrap_err().to_string();
-        assert!(e.contains("unknown variant `tpcd`") && e.contains("fileio"), "{e}");
-        let both = format!("{many}\n[workload]\nname = \"ds2\"\n");
-        assert!(load(&both).unwrap_err().to_string().contains("not both"));
-    }
-}
+mod tests;
