@@ -259,7 +259,8 @@ fn run_blocks(
             break;
         }
         shares.plan(block + 1, &widths);
-        if study.interleave.is_some() && !shares.slices(&(0..active.len()).collect::<Vec<_>>()).is_empty() {
+        let by_need = study.interleave.is_some() && workloads.iter().any(|w| w.interleaves() && w.shares_by_need());
+        if by_need && !shares.slices(&(0..active.len()).collect::<Vec<_>>()).is_empty() {
             let each: Vec<String> =
                 active.iter().zip(shares.next()).map(|(a, s)| format!("{} {:.0}%", a.cfg.name, 100.0 * s)).collect();
             eprintln!(
@@ -410,7 +411,7 @@ fn interleaved(
         let schedule = child::Schedule {
             slice,
             seed: ctx.study.seed ^ ((block as u64 + 1) << 32) ^ wi as u64,
-            shares: shares.slices(&groups.concat()),
+            shares: if w.shares_by_need() { shares.slices(&groups.concat()) } else { vec![] },
         };
         let results = child::run_interleaved(ctx, &sides, w, &format!("block{:02}", block + 1), &schedule, keep);
         out.extend(groups.into_iter().flatten().map(|i| (wi, i)).zip(results.into_iter().flatten()));

@@ -222,6 +222,13 @@ impl WorkloadConfig {
         self.memory.is_none() && !self.cold
     }
 
+    /// Whether a block's slices may go to the variants by need (`study::allocate`). Not when
+    /// their databases share a memory limit or start from a dropped cache: a variant that
+    /// runs more keeps more of its data cached, so its share would change its rate.
+    pub fn shares_by_need(&self) -> bool {
+        self.memory.is_none() && !self.cold
+    }
+
     /// Whether a pilot run must calibrate this workload before the blocks.
     pub fn needs_calibration(&self) -> bool {
         self.kind().is_ok_and(|k| k.as_driven().is_some_and(|w| w.needs_calibration()))

@@ -132,3 +132,12 @@ fn several_workloads_are_labelled_and_checked() {
     let both = format!("{many}\n[workload]\nname = \"ds2\"\n");
     assert!(load(&both).unwrap_err().to_string().contains("not both"));
 }
+
+#[test]
+fn workloads_that_share_one_cache_state_keep_equal_shares() {
+    let with =
+        |extra: &str| load(&GOOD.replace("pct_newcustomers = 5", &format!("pct_newcustomers = 5\n{extra}"))).unwrap();
+    assert!(with("").workloads[0].shares_by_need());
+    assert!(!with("memory = \"64MB\"").workloads[0].shares_by_need());
+    assert!(!with("cold = true").workloads[0].shares_by_need());
+}
