@@ -38,9 +38,9 @@ fn test_name(t: crate::stats::Test) -> &'static str {
 pub fn noise(e: &crate::stats::RatioEstimate, target: f64, seconds_per_block: f64) -> String {
     let need = e.blocks_for(target);
     format!(
-        "detects {:.1}% (per-block sd {:.1}%); +-{:.1}% needs {need} blocks (~{:.0} min)",
+        "detects {:.1}% (per-block noise {:.1}%); +-{:.1}% needs {need} blocks (~{:.0} min)",
         100.0 * e.detectable(),
-        100.0 * e.sd_log,
+        100.0 * e.noise_log(),
         100.0 * target,
         need as f64 * seconds_per_block / 60.0
     )

@@ -11,7 +11,7 @@ mod wilcoxon;
 pub use ratio::{paired_ratio, RatioEstimate, Test};
 pub use shift::{mean_shift, ratio_shift, Shift};
 pub use verdict::{level, verdict, Rules, Verdict};
-pub use wilcoxon::{fewest_for_significance, signed_rank_p};
+pub use wilcoxon::{fewest_for_significance, signed_rank_interval, signed_rank_p};
 
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};

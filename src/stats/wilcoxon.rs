@@ -1,5 +1,6 @@
 //! The Wilcoxon signed-rank test on paired differences: distribution-free, so one odd run
-//! cannot manufacture significance the way it can under a t-test.
+//! cannot manufacture significance the way it can under a t-test, nor widen the interval
+//! that inverts it the way it widens a t-interval.
 
 use statrs::distribution::{ContinuousCDF, Normal};
 
@@ -38,6 +39,42 @@ pub fn signed_rank_p(diffs: &[f64]) -> f64 {
     (2.0 * Normal::standard().sf(z.abs())).min(1.0)
 }
 
+/// The Hodges-Lehmann estimate of the differences' centre (the median of their Walsh
+/// averages, (d_i + d_j) / 2 for i <= j) with the interval that inverts the signed-rank test
+/// at `confidence`: the centres it does not reject (Hollander & Wolfe, Nonparametric
+/// Statistical Methods, 3.2-3.3). The test rejects zero exactly when the interval leaves it
+/// out. `None` when the differences are too few for the test to reject anything.
+pub fn signed_rank_interval(d: &[f64], confidence: f64) -> Option<(f64, (f64, f64))> {
+    let n = d.len();
+    let k = lower_walsh_rank(n, 1.0 - confidence)?;
+    let mut walsh: Vec<f64> = (0..n).flat_map(|i| d[i..].iter().map(move |y| (d[i] + y) / 2.0)).collect();
+    walsh.sort_by(f64::total_cmp);
+    let m = walsh.len();
+    let centre = if m % 2 == 1 { walsh[m / 2] } else { (walsh[m / 2 - 1] + walsh[m / 2]) / 2.0 };
+    Some((centre, (walsh[k - 1], walsh[m - k])))
+}
+
+/// The rank (1-based) of the Walsh average that bounds the interval below: the largest k
+/// with P(W+ <= k - 1) <= alpha / 2 under the null, exact up to `EXACT_MAX_N` differences.
+fn lower_walsh_rank(n: usize, alpha: f64) -> Option<usize> {
+    let k = if n <= EXACT_MAX_N {
+        let total = 2f64.powi(n as i32);
+        let mut below = 0.0;
+        null_counts(n)
+            .iter()
+            .take_while(|&&c| {
+                below += c / total;
+                below <= alpha / 2.0
+            })
+            .count()
+    } else {
+        let nf = n as f64;
+        let z = Normal::standard().inverse_cdf(1.0 - alpha / 2.0);
+        (nf * (nf + 1.0) / 4.0 - z * (nf * (nf + 1.0) * (2.0 * nf + 1.0) / 24.0).sqrt()).floor() as usize
+    };
+    (k >= 1).then_some(k)
+}
+
 /// Average ranks of |d| (1-based) and the sizes of tied groups larger than one.
 fn abs_ranks(d: &[f64]) -> (Vec<f64>, Vec<usize>) {
     let mut idx: Vec<usize> = (0..d.len()).collect();
@@ -62,8 +99,8 @@ fn abs_ranks(d: &[f64]) -> (Vec<f64>, Vec<usize>) {
     (ranks, ties)
 }
 
-/// Exact two-sided p: the null distribution of W+ counts the subsets of {1..n} by sum.
-fn exact_p(n: usize, w: usize) -> f64 {
+/// The null distribution of W+ with n differences: the subsets of {1..n} counted by sum.
+fn null_counts(n: usize) -> Vec<f64> {
     let max = n * (n + 1) / 2;
     let mut counts = vec![0f64; max + 1];
     counts[0] = 1.0;
@@ -72,6 +109,12 @@ fn exact_p(n: usize, w: usize) -> f64 {
             counts[s] += counts[s - k];
         }
     }
+    counts
+}
+
+/// Exact two-sided p from the null distribution of W+.
+fn exact_p(n: usize, w: usize) -> f64 {
+    let counts = null_counts(n);
     let total = 2f64.powi(n as i32);
     let lower: f64 = counts[..=w].iter().sum::<f64>() / total;
     let upper: f64 = counts[w..].iter().sum::<f64>() / total;
@@ -81,6 +124,7 @@ fn exact_p(n: usize, w: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::{Rng, SeedableRng};
 
     #[test]
     fn six_differences_are_the_fewest_that_can_be_significant() {
@@ -111,6 +155,47 @@ mod tests {
         // (W+ = 31, mean 18, var 51 - (6 + 6 + 6) / 48 = 50.625, z = 1.8271)
         let p = signed_rank_p(&[1.0, 1.0, 2.0, 2.0, -3.0, 4.0, 4.0, 5.0]);
         assert!((p - 0.067685673).abs() < 1e-8, "{p}");
+    }
+
+    #[test]
+    fn the_interval_is_the_walsh_averages_the_test_does_not_reject() {
+        // [1, 2, 3]: Walsh averages 1, 1.5, 2, 2, 2.5, 3; their median is 2.
+        assert_eq!(signed_rank_interval(&[3.0, 1.0, 2.0], 0.5).map(|c| c.0), Some(2.0));
+        // Six differences: P(W+ = 0) = 1/64 <= 0.025 < P(W+ <= 1) = 2/64, so k = 1 and the
+        // interval runs from the smallest difference to the largest (96.9% exactly).
+        let six = [0.3, -0.1, 0.2, 0.5, 0.4, 0.1];
+        assert_eq!(signed_rank_interval(&six, 0.95).map(|c| c.1), Some((-0.1, 0.5)));
+        // Five are too few: even all of one sign gives p = 0.0625.
+        assert_eq!(signed_rank_interval(&six[..5], 0.95), None);
+        // Eight: P(W+ <= 3) = 5/256 <= 0.025 < P(W+ <= 4) = 7/256, so k = 4 of 36.
+        assert_eq!(lower_walsh_rank(8, 0.05), Some(4));
+        // Beyond the exact range, the normal approximation: n = 60 gives
+        // floor(915 - 1.959964 x sqrt(18452.5)) = floor(648.76) = 648.
+        assert_eq!(lower_walsh_rank(60, 0.05), Some(648));
+    }
+
+    #[test]
+    fn the_interval_leaves_zero_out_exactly_when_the_test_rejects_it() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        for n in [6, 7, 10, 16, 30, 50] {
+            for _ in 0..200 {
+                let shift = rng.random_range(-0.5..0.5);
+                let d: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0) + shift).collect();
+                let (_, (lo, hi)) = signed_rank_interval(&d, 0.95).unwrap();
+                assert_eq!(lo > 0.0 || hi < 0.0, signed_rank_p(&d) < 0.05, "{d:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn one_wild_difference_moves_the_interval_little() {
+        let calm: Vec<f64> = (0..20).map(|i| 0.01 * ((i * 7 % 11) as f64 - 5.0)).collect();
+        let mut wild = calm.clone();
+        wild[3] = -2.0;
+        let width = |d: &[f64]| signed_rank_interval(d, 0.95).map(|(_, (lo, hi))| hi - lo).unwrap();
+        assert!(width(&wild) < 1.3 * width(&calm), "{} vs {}", width(&wild), width(&calm));
+        let t_width = |d: &[f64]| crate::stats::sd(d);
+        assert!(t_width(&wild) > 10.0 * t_width(&calm));
     }
 
     #[test]

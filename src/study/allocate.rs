@@ -6,7 +6,8 @@
 //! reaches its target at about the same block).
 
 /// One comparison's claim on the time: its two variants (indices into the study's), the
-/// per-block sd of its log ratio so far, and the half-width it must reach.
+/// per-block noise of its log ratio so far (what its interval reflects), and the half-width
+/// it must reach.
 #[derive(Clone, Copy, Debug)]
 pub struct Need {
     pub sides: (usize, usize),
@@ -109,7 +110,7 @@ impl Plan {
         let needs: Vec<Need> = widths
             .iter()
             .filter_map(|w| {
-                Some(Need { sides: w.sides, sd: w.sd_log.filter(|s| s.is_finite() && *s > 0.0)?, target: w.target })
+                Some(Need { sides: w.sides, sd: w.noise_log.filter(|s| s.is_finite() && *s > 0.0)?, target: w.target })
             })
             .collect();
         let used: Vec<f64> = self.used.iter().map(|u| u / self.blocks as f64).collect();
@@ -193,12 +194,12 @@ mod tests {
 
     #[test]
     fn a_plan_shares_equally_until_the_noise_is_known_then_by_need() {
-        let width = |sides, sd_log, target| super::super::summary::Width {
+        let width = |sides, noise_log, target| super::super::summary::Width {
             name: String::new(),
             half_width: 0.01,
             target,
             sides,
-            sd_log: Some(sd_log),
+            noise_log: Some(noise_log),
         };
         let widths = [width((1, 0), 0.03, 0.005), width((2, 0), 0.03, 0.01), width((3, 0), 0.03, 0.01)];
         let mut plan = Plan::new(4);

@@ -569,7 +569,7 @@ mod tests {
             half_width,
             target,
             sides: (1, 0),
-            sd_log: None,
+            noise_log: None,
         };
         let narrow = [width(0.004, 0.01), width(0.009, 0.01)];
         let enough = super::precise_enough;

@@ -104,8 +104,8 @@ pub(super) struct Width {
     pub target: f64,
     /// The variant and what it is compared with (indices into the study's variants).
     pub sides: (usize, usize),
-    /// The per-block sd of the log ratio, once known.
-    pub sd_log: Option<f64>,
+    /// The per-block noise of the log ratio its interval reflects, once known.
+    pub noise_log: Option<f64>,
 }
 
 /// Every comparison still running, with its interval so far.
@@ -134,7 +134,7 @@ pub(super) fn half_widths(active: &[Active], measures: &[Measure], study: &Study
                     half_width: e.as_ref().map_or(f64::INFINITY, RatioEstimate::relative_half_width),
                     target,
                     sides: (i, other),
-                    sd_log: e.map(|e| e.sd_log),
+                    noise_log: e.as_ref().map(RatioEstimate::noise_log),
                 }
             })
         })
