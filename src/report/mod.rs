@@ -192,7 +192,7 @@ pub struct Comparison {
     pub estimate: RatioEstimate,
     pub verdict: Verdict,
     /// Blocks the ratio leaves out because a side measured zero there (a stalled run's
-    /// throughput), each with the variant that did: a geometric mean cannot hold a zero,
+    /// throughput), each with the variant that did: a log ratio cannot hold a zero,
     /// and hiding one would flatter the side that stalled.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<(usize, String)>,

@@ -5,9 +5,9 @@
 //! Wilcoxon's signed-rank test (six at 95%), it decides, and the estimate and interval are
 //! the ones that invert it: the Hodges-Lehmann estimate of the log ratios' centre and the
 //! signed-rank interval. On a shared VM a few blocks in a long study are disrupted (a
-//! neighbour's burst, a stall); one such block widened a t-interval from +-0.9% to +-2.4%
-//! here, while the signed-rank interval stays as narrow as the undisrupted blocks allow
-//! (its efficiency is 95% of the t-interval's when the noise is normal). Below six blocks
+//! neighbour's burst, a stall); a few such blocks in 75 widened a t-interval from about
+//! +-0.9% to +-2.4% here, while the signed-rank interval stays as narrow as the undisrupted
+//! blocks allow (its efficiency is 95% of the t-interval's when the noise is normal). Below six blocks
 //! the paired t-test on the log ratios decides, with the geometric mean and a t-interval
 //! (Kalibera & Jones; research statistics.md 5.3): a seed-shaped study of three long runs
 //! still gets an honest answer, with its true, wide interval. A percentile bootstrap over

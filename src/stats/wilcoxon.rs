@@ -42,8 +42,9 @@ pub fn signed_rank_p(diffs: &[f64]) -> f64 {
 /// The Hodges-Lehmann estimate of the differences' centre (the median of their Walsh
 /// averages, (d_i + d_j) / 2 for i <= j) with the interval that inverts the signed-rank test
 /// at `confidence`: the centres it does not reject (Hollander & Wolfe, Nonparametric
-/// Statistical Methods, 3.2-3.3). The test rejects zero exactly when the interval leaves it
-/// out. `None` when the differences are too few for the test to reject anything.
+/// Statistical Methods, 3.2-3.3). Without ties or zero differences, the test rejects zero
+/// exactly when the interval leaves it out. `None` when the differences are too few for the
+/// test to reject anything.
 pub fn signed_rank_interval(d: &[f64], confidence: f64) -> Option<(f64, (f64, f64))> {
     let n = d.len();
     let k = lower_walsh_rank(n, 1.0 - confidence)?;
