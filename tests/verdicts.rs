@@ -24,6 +24,11 @@ fn an_a_a_study_s_interval_covers_no_difference() {
     assert_covers(c, 1.0, (1.0, 1.0));
     assert!((c["estimate"]["ratio"].as_f64().unwrap() - 1.0).abs() < 0.05, "{c}");
     assert_eq!(r["blocks_completed"], 6);
+    let run: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("runs/block01-a+b-ds2.json")).unwrap()).unwrap();
+    for side in run.as_array().unwrap() {
+        assert_eq!(side["params"]["pacing"]["pin_workers"], true, "worker i of a and b on the same CPU");
+    }
 }
 
 #[test]
@@ -194,6 +199,9 @@ fn a_variant_that_needs_its_own_process_takes_turns_with_the_others_from_it() {
         for rec in [base, &slower[0]] {
             let elapsed = rec["elapsed_s"].as_f64().unwrap();
             assert!((0.5..1.0).contains(&elapsed), "each variant had about half of the 1.5 s window: {elapsed}");
+        }
+        for rec in [base, &slower[0]] {
+            assert_eq!(rec["params"]["pacing"]["pin_workers"], true, "worker i of both on the same CPU");
         }
         assert_eq!(
             (base["env"]["aes_ni_masked"].as_bool(), slower[0]["env"]["aes_ni_masked"].as_bool()),

@@ -94,6 +94,10 @@ pub struct Pacing {
     /// in those threads (SQLite), elsewhere two system calls per unit of client cost only.
     #[serde(skip)]
     pub worker_cpu: bool,
+    /// Worker `i` runs on the `i`-th CPU the process may use (round robin): in a sliced run,
+    /// every variant's workers then take turns on the same CPUs ([`crate::sys::pin_thread`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pin_workers: bool,
 }
 
 mod secs {
@@ -273,7 +277,14 @@ pub fn run_gated<'w>(
                     let id = pacing.first_worker + i;
                     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(pacing.seed ^ ((id as u64 + 1) << 32));
                     let ramp = pacing.threads as f64 / pacing.ramp_rate;
+                    let pinned = match pacing.pin_workers {
+                        true => crate::sys::pin_thread(i).map(drop),
+                        false => Ok(()),
+                    };
                     let worker = if stop.sleep(Duration::from_secs_f64(rng.random_range(0.0..ramp))) {
+                        None
+                    } else if let Err(e) = pinned {
+                        fail(format!("worker {id}: {e:#}"));
                         None
                     } else {
                         make_worker(id).map_err(|e| fail(format!("worker {id} could not start: {e:#}"))).ok()

@@ -28,6 +28,7 @@ fn pacing(threads: usize, warmup_ms: u64, ms: u64) -> Pacing {
         injected_delay: InjectedSlowdown::None,
         first_worker: 0,
         worker_cpu: true,
+        pin_workers: false,
     }
 }
 

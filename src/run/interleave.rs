@@ -87,8 +87,12 @@ pub fn run(spec: &RunSpec) -> Result<ExitCode> {
 /// Drives every side at once in slices; returns each side's record.
 fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<RunRecord>> {
     let seed = spec.db.workload.seed;
-    let pacings: Vec<driver::Pacing> =
-        sides.iter().zip(sets.iter()).map(|(side, set)| set.pacing(side, seed)).collect();
+    // The variants take turns on the same CPUs: worker i of each on the i-th.
+    let pacings: Vec<driver::Pacing> = sides
+        .iter()
+        .zip(sets.iter())
+        .map(|(side, set)| driver::Pacing { pin_workers: true, ..set.pacing(side, seed) })
+        .collect();
     let (places, of, board) = match &spec.turns {
         Some(t) => (t.places.clone(), t.of, Board::open(&t.board, t.of)?),
         None => ((0..sets.len()).collect(), sets.len(), Board::local(sets.len())),

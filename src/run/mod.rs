@@ -208,6 +208,7 @@ impl SetUp {
         let mut pacing = spec.pacing.pacing(seed);
         pacing.injected_delay = spec.db.inject_delay;
         pacing.worker_cpu = self.target.info().engine == Engine::Sqlite;
+        pacing.pin_workers = spec.turns.is_some();
         self.instances[0].0.adjust_pacing(&mut pacing);
         pacing
     }

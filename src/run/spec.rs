@@ -173,6 +173,7 @@ impl PacingSpec {
             injected_delay: crate::driver::InjectedSlowdown::None,
             first_worker: 0,
             worker_cpu: false,
+            pin_workers: false,
         }
     }
 }

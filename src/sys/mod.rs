@@ -142,6 +142,33 @@ pub fn thread_cpu() -> std::time::Duration {
     std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
+/// Pins the calling thread to the `i`-th of the CPUs it may run on (round robin); returns
+/// that CPU. Worker `i` of every variant in a sliced run is pinned alike, so the variants
+/// take turns on the same CPUs: a VM's vCPUs differ in speed from moment to moment (what
+/// the host runs beside them), and a variant whose worker the scheduler kept on the slower
+/// one would carry that into the comparison.
+pub fn pin_thread(i: usize) -> Result<usize> {
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; the calls only read and write the
+    // set we pass, for the calling thread (pid 0).
+    unsafe {
+        let mut allowed: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, size, &mut allowed) != 0 {
+            bail!("cannot read the CPUs this thread may run on: {}", std::io::Error::last_os_error());
+        }
+        let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &allowed)).collect();
+        let Some(&cpu) = cpus.get(i % cpus.len().max(1)) else {
+            bail!("this thread may run on no CPU");
+        };
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut one);
+        if libc::sched_setaffinity(0, size, &one) != 0 {
+            bail!("cannot pin a worker to CPU {cpu}: {}", std::io::Error::last_os_error());
+        }
+        Ok(cpu)
+    }
+}
+
 /// `n` random bytes as lowercase hex, from the OS.
 pub fn random_hex(n: usize) -> String {
     use rand::TryRngCore;
@@ -167,6 +194,29 @@ mod tests {
         std::fs::write(&p, "x\n").unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
         assert!(read_secret_file(&p).unwrap_err().to_string().contains("chmod 600"));
+    }
+
+    fn affinity() -> Vec<usize> {
+        // SAFETY: as in pin_thread.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            assert_eq!(libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set), 0);
+            (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+        }
+    }
+
+    #[test]
+    fn workers_are_pinned_round_robin_to_the_cpus_they_may_use() {
+        let allowed = affinity();
+        for i in 0..2 * allowed.len() + 1 {
+            // A thread of its own each time: a pinned thread may use only its CPU.
+            let (cpu, now) = std::thread::spawn(move || (pin_thread(i).unwrap(), affinity())).join().unwrap();
+            assert_eq!(cpu, allowed[i % allowed.len()]);
+            assert_eq!(now, vec![cpu], "worker {i} runs on its CPU alone");
+        }
+        let last = *allowed.last().unwrap();
+        let within = std::thread::spawn(move || (pin_thread(last).unwrap(), pin_thread(7).unwrap())).join().unwrap();
+        assert_eq!(within, (last, last), "a thread limited to fewer CPUs is pinned among those");
     }
 
     #[test]
