@@ -277,10 +277,7 @@ pub fn run_gated<'w>(
                     let id = pacing.first_worker + i;
                     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(pacing.seed ^ ((id as u64 + 1) << 32));
                     let ramp = pacing.threads as f64 / pacing.ramp_rate;
-                    let pinned = match pacing.pin_workers {
-                        true => crate::sys::pin_thread(i).map(drop),
-                        false => Ok(()),
-                    };
+                    let pinned = if pacing.pin_workers { crate::sys::pin_thread(i).map(drop) } else { Ok(()) };
                     let worker = if stop.sleep(Duration::from_secs_f64(rng.random_range(0.0..ramp))) {
                         None
                     } else if let Err(e) = pinned {

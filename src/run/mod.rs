@@ -208,7 +208,7 @@ impl SetUp {
         let mut pacing = spec.pacing.pacing(seed);
         pacing.injected_delay = spec.db.inject_delay;
         pacing.worker_cpu = self.target.info().engine == Engine::Sqlite;
-        pacing.pin_workers = spec.turns.is_some();
+        pacing.pin_workers = spec.turns.is_some(); // as interleaved sides are, for the same reason
         self.instances[0].0.adjust_pacing(&mut pacing);
         pacing
     }
