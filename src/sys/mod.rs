@@ -148,24 +148,31 @@ pub fn thread_cpu() -> std::time::Duration {
 /// the host runs beside them), and a variant whose worker the scheduler kept on the slower
 /// one would carry that into the comparison.
 pub fn pin_thread(i: usize) -> Result<usize> {
-    let size = std::mem::size_of::<libc::cpu_set_t>();
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; the calls only read and write the
-    // set we pass, for the calling thread (pid 0).
+    let cpus = allowed_cpus()?;
+    let Some(&cpu) = cpus.get(i % cpus.len().max(1)) else {
+        bail!("this thread may run on no CPU");
+    };
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; the call only reads the set we pass,
+    // for the calling thread (pid 0).
     unsafe {
-        let mut allowed: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, size, &mut allowed) != 0 {
-            bail!("cannot read the CPUs this thread may run on: {}", std::io::Error::last_os_error());
-        }
-        let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &allowed)).collect();
-        let Some(&cpu) = cpus.get(i % cpus.len().max(1)) else {
-            bail!("this thread may run on no CPU");
-        };
         let mut one: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu, &mut one);
-        if libc::sched_setaffinity(0, size, &one) != 0 {
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) != 0 {
             bail!("cannot pin a worker to CPU {cpu}: {}", std::io::Error::last_os_error());
         }
-        Ok(cpu)
+    }
+    Ok(cpu)
+}
+
+/// The CPUs the calling thread may run on.
+fn allowed_cpus() -> Result<Vec<usize>> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; the call only writes the set we pass.
+    unsafe {
+        let mut allowed: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut allowed) != 0 {
+            bail!("cannot read the CPUs this thread may run on: {}", std::io::Error::last_os_error());
+        }
+        Ok((0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &allowed)).collect())
     }
 }
 
@@ -196,26 +203,18 @@ mod tests {
         assert!(read_secret_file(&p).unwrap_err().to_string().contains("chmod 600"));
     }
 
-    fn affinity() -> Vec<usize> {
-        // SAFETY: as in pin_thread.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            assert_eq!(libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set), 0);
-            (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
-        }
-    }
-
     #[test]
     fn workers_are_pinned_round_robin_to_the_cpus_they_may_use() {
-        let allowed = affinity();
+        let allowed = allowed_cpus().unwrap();
         for i in 0..2 * allowed.len() + 1 {
             // A thread of its own each time: a pinned thread may use only its CPU.
-            let (cpu, now) = std::thread::spawn(move || (pin_thread(i).unwrap(), affinity())).join().unwrap();
+            let (cpu, now) =
+                std::thread::spawn(move || (pin_thread(i).unwrap(), allowed_cpus().unwrap())).join().unwrap();
             assert_eq!(cpu, allowed[i % allowed.len()]);
             assert_eq!(now, vec![cpu], "worker {i} runs on its CPU alone");
         }
-        let last = *allowed.last().unwrap();
-        let within = std::thread::spawn(move || (pin_thread(last).unwrap(), pin_thread(7).unwrap())).join().unwrap();
+        let (n, last) = (allowed.len(), *allowed.last().unwrap());
+        let within = std::thread::spawn(move || (pin_thread(n - 1).unwrap(), pin_thread(7).unwrap())).join().unwrap();
         assert_eq!(within, (last, last), "a thread limited to fewer CPUs is pinned among those");
     }
 
