@@ -24,11 +24,17 @@ fn an_a_a_study_s_interval_covers_no_difference() {
     assert_covers(c, 1.0, (1.0, 1.0));
     assert!((c["estimate"]["ratio"].as_f64().unwrap() - 1.0).abs() < 0.05, "{c}");
     assert_eq!(r["blocks_completed"], 6);
-    let run: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("runs/block01-a+b-ds2.json")).unwrap()).unwrap();
-    for side in run.as_array().unwrap() {
-        assert_eq!(side["params"]["pacing"]["pin_workers"], true, "worker i of a and b on the same CPU");
+    // Each block sets the two up in its own random order (a first, or b), so whatever
+    // being first brings falls on both.
+    let mut orders = std::collections::BTreeSet::new();
+    for block in 1..=6 {
+        let (order, run, _) = shared_run(&out.join("runs"), block);
+        orders.insert(order);
+        for side in run.as_array().unwrap() {
+            assert_eq!(side["params"]["pacing"]["pin_workers"], true, "worker i of a and b on the same CPU");
+        }
     }
+    assert_eq!(orders.len(), 2, "every block set a and b up in the same order: {orders:?}");
 }
 
 #[test]
@@ -49,12 +55,11 @@ fn an_injected_slowdown_is_detected_with_a_ci_around_the_true_ratio() {
     assert_slower_by_the_busy_wait(&r);
     // One child run per block measured both variants, each over its workers' time at work.
     let runs = files_in(&out.join("runs"));
-    let shared: Vec<&String> = runs.iter().filter(|f| f.ends_with("-base+slower-ds2.json")).collect();
-    assert_eq!(shared.len(), 6, "{runs:?}");
-    let records: Vec<serde_json::Value> =
-        serde_json::from_str(&std::fs::read_to_string(out.join("runs").join(shared[0])).unwrap()).unwrap();
-    assert_eq!(records.len(), 2);
-    for rec in &records {
+    let shared = |f: &&String| f.contains("base+slower") || f.contains("slower+base");
+    assert_eq!(runs.iter().filter(shared).filter(|f| !f.ends_with(".spec.json")).count(), 6, "{runs:?}");
+    let (_, records, _) = shared_run(&out.join("runs"), 1);
+    assert_eq!(records.as_array().unwrap().len(), 2);
+    for rec in records.as_array().unwrap() {
         let elapsed = rec["elapsed_s"].as_f64().unwrap();
         assert!((0.5..1.0).contains(&elapsed), "each variant had about half of the 1.5 s window: {elapsed}");
     }
@@ -71,7 +76,8 @@ fn an_injected_slowdown_is_detected_with_a_ci_around_the_true_ratio() {
     // Each block drew its own slice order.
     let seeds: std::collections::BTreeSet<u64> = runs
         .iter()
-        .filter(|f| f.ends_with("-base+slower-ds2.spec.json"))
+        .filter(shared)
+        .filter(|f| f.ends_with(".spec.json"))
         .map(|f| {
             let spec: serde_json::Value =
                 serde_json::from_str(&std::fs::read_to_string(out.join("runs").join(f)).unwrap()).unwrap();
@@ -297,26 +303,26 @@ fn a_tighter_target_gets_its_variants_more_of_each_blocks_time_without_moving_an
     let out = dir.path().join("out");
     let o = ok(&["study", &f, "--out", out.to_str().unwrap()]);
     assert!(stderr(&o).contains("next block's shares of the measured time"), "{}", stderr(&o));
-    let runs = out.join("runs");
-    let read = |name: String| -> Value {
-        serde_json::from_str(&std::fs::read_to_string(runs.join(&name)).unwrap_or_else(|e| panic!("{name}: {e}")))
-            .unwrap()
-    };
     // A 1.5 s window holds about one round of 100 ms slices, so one block's times show the
     // shares only roughly; three blocks' show them.
     let mut at_work = [0.0; 3];
     for block in 1..=9 {
-        let spec = read(format!("block{block:02}-base+tight+loose-ds2.spec.json"));
+        let (order, records, spec) = shared_run(&out.join("runs"), block);
         let shares: Vec<u64> =
             spec["slice_shares"].as_array().map_or(vec![], |a| a.iter().filter_map(Value::as_u64).collect());
         if block <= 6 {
             assert!(shares.is_empty(), "block {block} shares equally: {spec}");
             continue;
         }
-        assert!(shares.len() == 3 && shares[1] > shares[2] && shares[0] > shares[2], "block {block}: {shares:?}");
-        let records = read(format!("block{block:02}-base+tight+loose-ds2.json"));
-        for (i, t) in at_work.iter_mut().enumerate() {
-            *t += records[i]["elapsed_s"].as_f64().unwrap();
+        // Each block's places are in the order it set the variants up.
+        let at = |name: &str| order.iter().position(|n| n == name).unwrap();
+        let (base, tight, loose) = (at("base"), at("tight"), at("loose"));
+        assert!(
+            shares.len() == 3 && shares[tight] > shares[loose] && shares[base] > shares[loose],
+            "block {block}: {order:?} {shares:?}"
+        );
+        for (t, place) in at_work.iter_mut().zip([base, tight, loose]) {
+            *t += records[place]["elapsed_s"].as_f64().unwrap();
         }
     }
     assert!(at_work[1] > 1.3 * at_work[2], "at work in blocks 7-9: {at_work:?}");
@@ -325,4 +331,17 @@ fn a_tighter_target_gets_its_variants_more_of_each_blocks_time_without_moving_an
         assert_covers(c, 1.0, (1.0, 1.0));
         assert!((c["estimate"]["ratio"].as_f64().unwrap() - 1.0).abs() < 0.03, "{c}");
     }
+}
+
+/// Block `block`'s shared run in `runs`: its variants in the order the block set them up
+/// (as its file is named), its records in that order, and its spec.
+fn shared_run(runs: &std::path::Path, block: usize) -> (Vec<String>, Value, Value) {
+    let prefix = format!("block{block:02}-");
+    let name = files_in(runs)
+        .into_iter()
+        .find(|f| f.starts_with(&prefix) && f.contains('+') && f.ends_with("-ds2.json"))
+        .unwrap_or_else(|| panic!("no shared run of block {block} in {:?}", files_in(runs)));
+    let order = name[prefix.len()..name.len() - "-ds2.json".len()].split('+').map(String::from).collect();
+    let read = |f: &str| -> Value { serde_json::from_str(&std::fs::read_to_string(runs.join(f)).unwrap()).unwrap() };
+    (order, read(&name), read(&name.replace(".json", ".spec.json")))
 }

@@ -141,10 +141,16 @@ impl Plan {
     }
 }
 
-/// `shares` as slices per round, each at least one.
+/// `shares` as slices per round, each at least one, and none more than all the others
+/// together: then no place need ever take two slices in a row (see `run/slices.rs`).
 pub fn slices_per_round(shares: &[f64]) -> Vec<u32> {
     let round = (SLICES_PER_VARIANT * shares.len()) as f64;
-    shares.iter().map(|s| ((s * round).round() as u32).max(1)).collect()
+    let mut n: Vec<u32> = shares.iter().map(|s| ((s * round).round() as u32).max(1)).collect();
+    let total: u32 = n.iter().sum();
+    if let Some(most) = n.iter_mut().max_by_key(|c| **c) {
+        *most = (*most).min(total - *most);
+    }
+    n
 }
 
 #[cfg(test)]
@@ -218,6 +224,6 @@ mod tests {
     #[test]
     fn shares_become_slices_per_round() {
         assert_eq!(slices_per_round(&[0.5, 0.25, 0.25]), vec![6, 3, 3]);
-        assert_eq!(slices_per_round(&[0.96, 0.02, 0.02]), vec![12, 1, 1]);
+        assert_eq!(slices_per_round(&[0.96, 0.02, 0.02]), vec![2, 1, 1], "at most the others' slices");
     }
 }

@@ -395,11 +395,20 @@ fn interleaved(
 ) -> BTreeMap<(usize, usize), Result<RunRecord>> {
     let mut out = BTreeMap::new();
     for (wi, w) in workloads.iter().enumerate().filter(|(_, w)| w.interleaves()) {
+        // Each block its own slice order, drawn from the study's seed.
+        let seed = ctx.study.seed ^ ((block as u64 + 1) << 32) ^ wi as u64;
         let running = (0..active.len()).filter(|&i| active[i].failed.is_none());
-        let (sharing, own): (Vec<usize>, Vec<usize>) = running.partition(|&i| child::can_share(&active[i].prepared));
+        let (mut sharing, own): (Vec<usize>, Vec<usize>) =
+            running.partition(|&i| child::can_share(&active[i].prepared));
         let own = if w.turns_across_processes() { own } else { vec![] };
-        let groups: Vec<Vec<usize>> =
+        // Each block also sets its variants up in a random order: whatever comes with being
+        // first (memory laid out first, threads started first) would otherwise favour one
+        // variant for a whole study, where no block-level interval can see it.
+        let rng = &mut rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x51DE5);
+        sharing.shuffle(rng);
+        let mut groups: Vec<Vec<usize>> =
             Some(sharing).filter(|s| !s.is_empty()).into_iter().chain(own.into_iter().map(|i| vec![i])).collect();
+        groups.shuffle(rng);
         if groups.iter().map(Vec::len).sum::<usize>() < 2 || interrupt::interrupted() {
             continue;
         }
@@ -407,10 +416,9 @@ fn interleaved(
             groups.iter().map(|g| g.iter().map(|&i| (&active[i].cfg, &active[i].prepared)).collect()).collect();
         // The canary scan follows each variant's first run, of the first workload only.
         let keep = scan && wi == 0;
-        // Each block its own slice order, drawn from the study's seed.
         let schedule = child::Schedule {
             slice,
-            seed: ctx.study.seed ^ ((block as u64 + 1) << 32) ^ wi as u64,
+            seed,
             shares: if w.shares_by_need() { shares.slices(&groups.concat()) } else { vec![] },
         };
         let results = child::run_interleaved(ctx, &sides, w, &format!("block{:02}", block + 1), &schedule, keep);
