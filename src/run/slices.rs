@@ -3,10 +3,11 @@
 //! Each round of slices gives every variant one slice, in a random order drawn from the
 //! seed, so no variant always follows another. Where variants get unequal shares, no
 //! variant takes two slices in a row: a slice that follows another variant's starts with
-//! cold caches, and a variant that often followed itself would be measured cheaper (in an
-//! A/A/A study here, 2-3% less CPU per order per unit of share: 0.3% from 30% to 40%). The machine's noise comes in bursts of
-//! seconds (disk flushes, CPU steal); slices that close together share it, and the ratio of
-//! two variants' throughputs over the same run leaves most of it out.
+//! cold caches, and a variant that often followed itself would be measured cheaper (in
+//! A/A/A studies here, 0.2-0.3% less CPU per order for each tenth of the time more). The
+//! machine's noise comes in bursts of seconds (disk flushes, CPU steal); slices that close
+//! together share it, and the ratio of two variants' throughputs over the same run leaves
+//! most of it out.
 //!
 //! A worker starts units only in its variant's slices, and only once every other variant's
 //! units have finished ([`super::board`]), so no two variants ever share the machine
