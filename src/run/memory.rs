@@ -15,7 +15,11 @@
 
 use crate::sys::cgroup::{Group, Version};
 use anyhow::{Context, Result};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+/// The names of the run's group and of its FUSE daemons' (after `dbvs-PID-`).
+const GROUP: &str = "run-memory";
+const DAEMONS_GROUP: &str = "run-memory-fuse";
 
 pub struct MemoryLimit {
     bytes: u64,
@@ -42,7 +46,7 @@ fn limited(name: &str, bytes: u64) -> Result<Group> {
 impl MemoryLimit {
     /// A group limited to `bytes`, empty until processes are admitted.
     pub fn new(bytes: u64) -> Result<Self> {
-        Ok(MemoryLimit { bytes, group: limited("run-memory", bytes)?, daemons: None, moved: Vec::new() })
+        Ok(MemoryLimit { bytes, group: limited(GROUP, bytes)?, daemons: None, moved: Vec::new() })
     }
 
     /// Moves this process and `server` (a managed server's processes) into the group, and
@@ -56,7 +60,7 @@ impl MemoryLimit {
         }
         let group = match self.daemons.take() {
             Some(g) => g,
-            None => limited("run-memory-fuse", daemons_share(self.bytes))?,
+            None => limited(DAEMONS_GROUP, daemons_share(self.bytes))?,
         };
         let dir = group.dir_for("memory.max").to_path_buf();
         self.daemons = Some(group);
@@ -65,19 +69,25 @@ impl MemoryLimit {
 
     /// Moves `pids` into the group at `dir`. One that has exited meanwhile (a server's
     /// backend whose connection closed) is passed over.
-    fn move_into(&mut self, dir: &std::path::Path, pids: &[u32]) -> Result<()> {
+    fn move_into(&mut self, dir: &Path, pids: &[u32]) -> Result<()> {
         for &pid in pids {
             if self.moved.iter().any(|(p, _)| *p == pid) {
                 continue;
             }
-            let gone = || !std::path::Path::new(&format!("/proc/{pid}")).exists();
+            let gone = || !Path::new(&format!("/proc/{pid}")).exists();
             let moved = current_group(pid, self.group.version).and_then(|from| {
+                // Born in the group (a server started after this process joined it).
+                if from == dir {
+                    return Ok(None);
+                }
+                refuse_leaving_limits(&from, pid)?;
                 std::fs::write(dir.join("cgroup.procs"), pid.to_string())
                     .with_context(|| format!("cannot move process {pid} into the memory limit's group"))?;
-                Ok(from)
+                Ok(Some(from))
             });
             match moved {
-                Ok(from) => self.moved.push((pid, from)),
+                Ok(Some(from)) => self.moved.push((pid, from)),
+                Ok(None) => {}
                 Err(_) if pid != std::process::id() && gone() => {}
                 Err(e) => return Err(e),
             }
@@ -104,6 +114,23 @@ impl Drop for MemoryLimit {
             let _ = std::fs::write(from.join("cgroup.procs"), pid.to_string());
         }
     }
+}
+
+/// A process in a dbvs group other than a run's memory groups, in the memory hierarchy
+/// (v1) or any (v2, one group per process), is held by a variant's limits: moving it would
+/// lift them without a word. (A FUSE daemon may still be in the group of a run that was
+/// killed; it moves on.)
+fn refuse_leaving_limits(from: &Path, pid: u32) -> Result<()> {
+    let name = from.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let run_group = [GROUP, DAEMONS_GROUP].iter().any(|g| name.ends_with(&format!("-{g}")));
+    if name.starts_with("dbvs-") && !run_group {
+        anyhow::bail!(
+            "process {pid} is held by the control group {} (a variant's limits); a memory limit for the run \
+             would take it out: put the memory limit in the variant's limits instead",
+            from.display()
+        );
+    }
+    Ok(())
 }
 
 /// The directory of `pid`'s memory control group.
@@ -145,5 +172,14 @@ mod tests {
         let v2 = "0::/user.slice/session-1.scope\n";
         assert_eq!(memory_group(v2, Version::V2).unwrap(), PathBuf::from("/sys/fs/cgroup/user.slice/session-1.scope"));
         assert!(memory_group("1:cpu:/\n", Version::V1).is_none());
+    }
+
+    #[test]
+    fn a_process_held_by_a_variant_s_limits_is_not_moved_out_of_them() {
+        let held = Path::new("/sys/fs/cgroup/memory/dbvs-123-small");
+        let e = refuse_leaving_limits(held, 7).unwrap_err().to_string();
+        assert!(e.contains("process 7") && e.contains("dbvs-123-small") && e.contains("variant's limits"), "{e}");
+        refuse_leaving_limits(Path::new("/sys/fs/cgroup/user.slice/session-1.scope"), 7).unwrap();
+        refuse_leaving_limits(Path::new("/sys/fs/cgroup/memory/dbvs-99-run-memory-fuse"), 7).unwrap();
     }
 }

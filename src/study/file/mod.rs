@@ -81,6 +81,28 @@ impl StudyFile {
     pub fn targets(&self) -> crate::report::Targets<'_> {
         crate::report::Targets { all: self.ci_target, own: &self.ci_targets }
     }
+
+    /// A workload's memory limit moves the run (and its server) into a group of its own;
+    /// a variant's limits hold the same processes. Both in one hierarchy (memory in both,
+    /// or any limits on cgroup v2, where a process is in one group) would lift the
+    /// variant's limits for its runs.
+    fn check_memory_beside_limits(&self) -> Result<()> {
+        let v2 = crate::sys::cgroup::version(&["memory"]).is_ok_and(|v| v == crate::sys::cgroup::Version::V2);
+        for v in &self.variants {
+            match &v.limits {
+                Some(l) if l.memory.is_some() => {
+                    bail!("workload.memory and variant '{}''s limits.memory both limit memory; keep one", v.name)
+                }
+                Some(_) if v2 => bail!(
+                    "workload.memory and variant '{}''s limits cannot both hold its processes on cgroup v2 (a \
+                     process is in one group there); limit memory through the variants' limits.memory instead",
+                    v.name
+                ),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
 }
 
 fn yes() -> bool {
@@ -402,11 +424,8 @@ impl StudyFile {
             if w.duration.is_zero() || w.duration > MAX_RUN || w.warmup > MAX_RUN {
                 bail!("{}workload.duration must be longer than 0 and, like warmup, at most 24h", at("duration"));
             }
-            if w.memory_bytes().map_err(|e| anyhow::anyhow!("{}workload.memory: {e}", at("memory")))?.is_some()
-                && self.target.engine == crate::targets::Engine::Sqlite
-                && self.variants.iter().any(|v| v.limits.as_ref().is_some_and(|l| l.memory.is_some()))
-            {
-                bail!("{}workload.memory and a variant's limits.memory both limit memory; keep one", at("memory"));
+            if w.memory_bytes().map_err(|e| anyhow::anyhow!("{}workload.memory: {e}", at("memory")))?.is_some() {
+                self.check_memory_beside_limits().map_err(|e| anyhow::anyhow!("{}{e}", at("memory")))?;
             }
             if self.workloads[..i].iter().any(|o| o.label() == w.label()) {
                 bail!("two workloads are both called '{}'; give one a label = \"...\"", w.label());

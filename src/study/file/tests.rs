@@ -141,3 +141,16 @@ fn workloads_that_share_one_cache_state_keep_equal_shares() {
     assert!(!with("memory = \"64MB\"").workloads[0].shares_by_need());
     assert!(!with("cold = true").workloads[0].shares_by_need());
 }
+
+#[test]
+fn a_workload_s_memory_limit_and_a_variant_s_limits_on_one_process_are_refused() {
+    let memory = GOOD.replace("pct_newcustomers = 5", "pct_newcustomers = 5\nmemory = \"64MB\"");
+    let with = |limits: &str| load(&format!("{memory}limits = {limits}\n"));
+    let e = with("{ memory = \"32MB\" }").unwrap_err().to_string();
+    assert!(e.contains("variant 'enc''s limits.memory both limit memory") && e.contains("line"), "{e}");
+    let v2 = crate::sys::cgroup::version(&["memory"]).is_ok_and(|v| v == crate::sys::cgroup::Version::V2);
+    match with("{ cpus = 1 }") {
+        Err(e) => assert!(v2 && e.to_string().contains("cgroup v2"), "{e}"),
+        Ok(_) => assert!(!v2, "on cgroup v2 the run's memory group would take the process out of the cpu limit"),
+    }
+}
