@@ -91,10 +91,10 @@ impl StudyFile {
         for v in &self.variants {
             match &v.limits {
                 Some(l) if l.memory.is_some() => {
-                    bail!("workload.memory and variant '{}''s limits.memory both limit memory; keep one", v.name)
+                    bail!("workload.memory and the limits.memory of variant '{}' both limit memory; keep one", v.name)
                 }
                 Some(_) if v2 => bail!(
-                    "workload.memory and variant '{}''s limits cannot both hold its processes on cgroup v2 (a \
+                    "workload.memory and the limits of variant '{}' cannot both hold its processes on cgroup v2 (a \
                      process is in one group there); limit memory through the variants' limits.memory instead",
                     v.name
                 ),

@@ -147,7 +147,7 @@ fn a_workload_s_memory_limit_and_a_variant_s_limits_on_one_process_are_refused()
     let memory = GOOD.replace("pct_newcustomers = 5", "pct_newcustomers = 5\nmemory = \"64MB\"");
     let with = |limits: &str| load(&format!("{memory}limits = {limits}\n"));
     let e = with("{ memory = \"32MB\" }").unwrap_err().to_string();
-    assert!(e.contains("variant 'enc''s limits.memory both limit memory") && e.contains("line"), "{e}");
+    assert!(e.contains("the limits.memory of variant 'enc' both limit memory") && e.contains("line"), "{e}");
     let v2 = crate::sys::cgroup::version(&["memory"]).is_ok_and(|v| v == crate::sys::cgroup::Version::V2);
     match with("{ cpus = 1 }") {
         Err(e) => assert!(v2 && e.to_string().contains("cgroup v2"), "{e}"),
