@@ -139,34 +139,15 @@ fn assert_covers(c: &Value, truth: f64, slack: (f64, f64)) {
 }
 
 #[test]
-fn a_slowdown_given_as_a_share_of_each_orders_time_has_a_known_true_ratio() {
-    // Every order of "slower" takes 50% longer, so its throughput is 1 / 1.5 of base's
-    // whatever the machine's speed (the verdict checks inject 2% this way). Nothing else
-    // dominates an order's time here, so blocks are as noisy as the machine: per-block sd
-    // 9% on CI, and 16% here on a noisy day, when a 20% share came out "no significant
-    // difference" (p = 0.084). Ten blocks and a 50% share keep the verdict clear of that.
-    let _turn = turn();
-    let dir = tempfile::tempdir().unwrap();
-    let f = write_study(dir.path(), &busy_waits("share", 10, "", &[("base", "0", ""), ("slower", "50%", "")]));
-    let out = dir.path().join("out");
-    ok(&["study", &f, "--out", out.to_str().unwrap()]);
-    let r = report(&out);
-    let c = &r["comparisons"][0];
-    assert_eq!(c["verdict"]["verdict"], "slower", "{c}");
-    // Orders run a little slower after a spin (see the tests above): a small bias downwards,
-    // allowed for on the CI's upper side.
-    assert_covers(c, 1.0 / 1.5, (0.97, 1.01));
-    assert!(r["variants"].to_string().contains("50%"), "the report names the delay: {}", r["variants"]);
-}
-
-#[test]
 fn extra_uncounted_units_slow_throughput_and_cost_per_unit_by_exactly_their_share() {
-    // One unit in three runs uncounted: the same work as the others, so no spin's
-    // after-effects bias the truth, 1 / 1.5, in throughput as in CPU per unit (the verdict
-    // checks inject 2% this way). Half again as much work stays clear of a noisy day's blocks.
+    // One unit in three runs uncounted: the same work as the others, so the truth, 1 / 1.5
+    // in throughput as in CPU per unit, holds by construction on a loaded machine too (the
+    // verdict checks inject 2% this way). A share given alone ("50%") means exactly this:
+    // as a busy-wait of half of each order's time it once cost 80% (issue 40). Half again
+    // as much work stays clear of a noisy day's blocks.
     let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
-    let variants = [("base", "0", ""), ("slower", "50% more units", "")];
+    let variants = [("base", "0", ""), ("slower", "50%", "")];
     let f = write_study(dir.path(), &busy_waits("extra", 10, "", &variants));
     let out = dir.path().join("out");
     ok(&["study", &f, "--out", out.to_str().unwrap()]);

@@ -417,7 +417,7 @@ fn work(
             Ok(o) => o,
             Err(e) => return fail(format!("{e:#}")),
         };
-        injected.spin(t0, &mut rec);
+        injected.spin(&mut rec);
         // An injected extra unit costs its time and CPU like any other, and the database
         // holds its work (the invariant checks count it), but it is not measured.
         let counted = injected.counts_this_unit();

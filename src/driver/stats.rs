@@ -28,8 +28,6 @@ fn new_histogram() -> Histogram<u64> {
 pub struct UnitRecorder {
     ops: Vec<(usize, Duration)>,
     untimed: Duration,
-    /// The part of `untimed` spent waiting for the unit's turn (an interleaved run's slice).
-    turn_wait: Duration,
     retries: Vec<&'static str>,
     events: Vec<&'static str>,
     lock_waits: u64,
@@ -39,7 +37,6 @@ impl UnitRecorder {
     pub(crate) fn clear(&mut self) {
         self.ops.clear();
         self.untimed = Duration::ZERO;
-        self.turn_wait = Duration::ZERO;
         self.retries.clear();
         self.events.clear();
         self.lock_waits = 0;
@@ -60,11 +57,6 @@ impl UnitRecorder {
     /// its work.
     pub fn waited_for_turn(&mut self, took: Duration) {
         self.untimed += took;
-        self.turn_wait += took;
-    }
-
-    pub fn turn_wait(&self) -> Duration {
-        self.turn_wait
     }
 
     /// A whole transaction was restarted, because of `cause` (deadlock, busy database...).
