@@ -128,6 +128,46 @@ fn a_killed_study_leaves_nothing_decrypted_behind() {
     assert!(stdout(&o).contains("nothing to clean up"), "{}", stdout(&o));
 }
 
+/// A study whose output went through a pipe, killed with its reader (`dbvs study X 2>&1 |
+/// cat > log`, the whole group killed, as a CI runner or `timeout` does): the watchdog
+/// finds its stderr pipe dead and still undoes every lease. It once died on the first line
+/// it printed, leaving gocryptfs and fscrypt mounted and the SQLCipher key on disk.
+#[test]
+fn a_study_killed_with_the_reader_of_its_output_leaves_nothing_decrypted_behind() {
+    let _turn = turn();
+    let dir = reachable_tempdir();
+    let (study, out, log) = (dir.path().join("s.toml"), dir.path().join("out"), dir.path().join("log"));
+    std::fs::write(&study, ENCRYPTED).unwrap();
+    let line = format!("\"$DBVS\" study {} --out {} 2>&1 | cat > {}", study.display(), out.display(), log.display());
+    let mut group = Command::new("bash");
+    group.args(["-c", &line]).env("DBVS", env!("CARGO_BIN_EXE_dbvs")).stdin(Stdio::null());
+    for (k, v) in command().get_envs() {
+        if let Some(v) = v {
+            group.env(k, v);
+        }
+    }
+    group.env("DBVS_LEASES", leases(dir.path()));
+    // SAFETY: setsid is async-signal-safe; the pipeline is a process group of its own.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut group, || {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut shell = group.spawn().unwrap();
+    wait_for(120, "the study's first block", || log_has(&log, "block 1 done"));
+    assert!(mounts_under(dir.path()).len() >= 2, "gocryptfs and fscrypt are mounted");
+    // SAFETY: the pipeline's session leader is our child; its group is the whole pipeline.
+    unsafe { libc::kill(-(shell.id() as i32), libc::SIGKILL) };
+    shell.wait().unwrap();
+    let killed = Instant::now();
+    wait_for(15, "the watchdog to unmount", || mounts_under(dir.path()).is_empty());
+    wait_for(15, "the key files to go", || files_named(&out, &[".key", ".pass"]).is_empty());
+    eprintln!("nothing decrypted left {:.1} s after the kill", killed.elapsed().as_secs_f64());
+    wait_for(10, "the leases to be carried out", || files_in(&leases(dir.path())).is_empty());
+    wait_for(10, "child runs to end", || processes_mentioning(out.to_str().unwrap()).is_empty());
+}
+
 /// The watchdog killed too (kill -9 of everything): the next dbvs command cleans up.
 #[test]
 fn the_next_command_cleans_up_what_a_killed_study_and_its_watchdog_left() {
@@ -267,6 +307,17 @@ fn a_killed_study_is_aborted_then_resumed_from_its_first_incomplete_block() {
         assert!(rows.status.success());
         serde_json::json!(stdout(&rows).matches("completed").count())
     };
+    // Report only: nothing set up or run, and the study stays resumable.
+    let runs_stored = || count(&rusqlite::Connection::open(&store).unwrap(), "runs");
+    let (stored_before, files_before) = (runs_stored(), files_in(&out.join("runs")));
+    let only = spawn_with_store(&["study", s, "--out", o, "--resume", id, "--budget", "0"]).output().unwrap();
+    assert!(only.status.success(), "{}\n{}", stdout(&only), stderr(&only));
+    assert!(!stderr(&only).contains("block 3 done"), "{}", stderr(&only));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!((r["status"].as_str(), r["blocks_completed"].as_u64()), (Some("aborted"), Some(2)), "{r}");
+    assert!(r["stop_reason"].as_str().unwrap().contains("report only"), "{}", r["stop_reason"]);
+    assert_eq!(runs_stored(), stored_before, "a report-only resume stores no run");
+    assert_eq!(files_in(&out.join("runs")), files_before, "no run at all");
     let resumed = spawn_with_store(&["study", s, "--out", o, "--resume", id]).output().unwrap();
     assert!(resumed.status.success(), "{}\n{}", stdout(&resumed), stderr(&resumed));
     assert!(stderr(&resumed).contains("resuming study 1 at block 3"), "{}", stderr(&resumed));

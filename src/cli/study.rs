@@ -116,6 +116,13 @@ pub fn main(args: StudyArgs) -> Result<ExitCode> {
     println!("report: {}", outcome.out_dir.join("report.html").display());
     Ok(match r.status {
         Status::Completed => ExitCode::SUCCESS,
+        _ if outcome.report_only => {
+            eprintln!(
+                "study {} stays {}: resume it with --resume {} to run more blocks",
+                r.study_id, r.status, r.study_id
+            );
+            ExitCode::SUCCESS
+        }
         Status::Interrupted => ExitCode::from(130),
         _ => {
             eprintln!("error: study failed: {}", r.cause.as_deref().unwrap_or("see the report"));

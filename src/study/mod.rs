@@ -54,6 +54,8 @@ pub struct Options {
 pub struct Outcome {
     pub report: StudyReport,
     pub out_dir: PathBuf,
+    /// Only the stored blocks were reported (`--resume ID --budget 0`).
+    pub report_only: bool,
 }
 
 /// A variant taking part in the study.
@@ -73,11 +75,17 @@ pub fn run(path: &Path, opts: Options) -> Result<Outcome> {
     let ran_quick = |id| StudyFile::load(path, true).is_ok_and(|(_, quick)| store.study_file(id).ok() == Some(quick));
     let quick = opts.quick || opts.resume.is_some_and(ran_quick);
     let (study, text) = StudyFile::load(path, quick)?;
+    // `--resume ID --budget 0` only reports the stored blocks: nothing is set up or run,
+    // and the study keeps the status it had, so it can still be resumed.
+    let report_only = match opts.resume {
+        Some(id) if opts.budget == Some(Duration::ZERO) => Some(store.study(id)?.0),
+        _ => None,
+    };
     let (id, stored) = match opts.resume {
         Some(id) => (id, store.resume_study(id, &text)?),
         None => (store.begin_study(&study.name, &text)?, vec![]),
     };
-    let result = run_blocks(&study, &text, opts, &mut store, id, &stored);
+    let result = run_blocks(&study, &text, opts, &mut store, id, &stored, report_only.as_ref());
     if let Err(e) = &result {
         // A study that never got to a report still ends in the store, with its cause.
         let status = if e.is::<interrupt::Interrupted>() { Status::Interrupted } else { Status::Failed };
@@ -93,6 +101,7 @@ fn run_blocks(
     store: &mut Store,
     id: i64,
     stored: &[crate::store::RunRow],
+    report_only: Option<&crate::store::StudyRow>,
 ) -> Result<Outcome> {
     let budget = opts.budget.unwrap_or(study.budget);
     let out_dir = opts.out.unwrap_or_else(|| PathBuf::from(format!("results/{}-{id}", study.name)));
@@ -118,25 +127,14 @@ fn run_blocks(
     for w in &study.warnings {
         eprintln!("warning: {w}");
     }
-    let mut skipped = Vec::new();
-    let mut active = Vec::new();
-    for (i, v) in study.variants.iter().enumerate() {
-        match prepare(&ctx, v, &work.path().join(format!("v{i}"))) {
-            Ok(prepared) => {
-                active.push(Active { cfg: v.clone(), prepared, values: BTreeMap::new(), records: vec![], failed: None })
-            }
-            Err(e) if i == 0 => bail!("the baseline variant '{}' cannot run: {e:#}", v.name),
-            Err(e) => {
-                eprintln!("variant {}: skipped: {e:#}", v.name);
-                skipped.push((v.clone(), format!("{e:#}")));
-            }
-        }
-        if interrupt::interrupted() {
-            return Err(interrupt::Interrupted.into());
-        }
-    }
-
-    let workloads = calibrate(&ctx, &active[0], &study.workloads)?;
+    let (mut active, skipped) = match report_only {
+        Some(_) => (study.variants.iter().map(|v| Active::new(v.clone(), Prepared::not_set_up())).collect(), vec![]),
+        None => set_up_variants(&ctx, &work)?,
+    };
+    let workloads = match report_only {
+        Some(_) => study.workloads.clone(),
+        None => calibrate(&ctx, &active[0], &study.workloads)?,
+    };
     let per_workload: Vec<Vec<measures::Measure>> =
         workloads.iter().map(|w| measures::of(w, study.seed, setting(study, w))).collect::<Result<_>>()?;
     let suites = measures::suites(&workloads, study.seed)?;
@@ -161,7 +159,8 @@ fn run_blocks(
     let mut stop_reason = format!("maximum of {} blocks reached", study.blocks.max);
     let begun = Instant::now();
     let mut shares = allocate::Plan::new(active.len());
-    for block in first..study.blocks.max {
+    let last = if report_only.is_some() { first } else { study.blocks.max };
+    for block in first..last {
         let expected = next_block_time(&block_times);
         if block > 0 && begun.elapsed().as_secs_f64() + expected > budget.as_secs_f64() {
             stop_reason = format!("budget of {} used after {block} blocks", humantime::format_duration(budget));
@@ -274,6 +273,10 @@ fn run_blocks(
         }
     }
 
+    if let Some(row) = report_only {
+        status = (row.status, row.cause.clone());
+        stop_reason = format!("report only (--budget 0): {first} stored blocks, nothing set up or run");
+    }
     if status.0 == Status::Completed && active[1..].iter().all(|a| a.failed.is_some()) {
         let causes: Vec<String> = active[1..]
             .iter()
@@ -305,7 +308,7 @@ fn run_blocks(
         live::ended(e);
     }
     drop(active);
-    Ok(Outcome { report, out_dir })
+    Ok(Outcome { report, out_dir, report_only: report_only.is_some() })
 }
 
 /// What the study measures of `w` beside its own measures.
@@ -350,6 +353,35 @@ impl WorkDir {
     pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
+}
+
+impl Active {
+    fn new(cfg: VariantConfig, prepared: Prepared) -> Self {
+        Active { cfg, prepared, values: BTreeMap::new(), records: vec![], failed: None }
+    }
+}
+
+/// Variants that could not be set up, with the cause.
+type Skipped = Vec<(VariantConfig, String)>;
+
+/// Sets every variant up in the work directory; a variant that cannot be is skipped with
+/// its cause (the baseline cannot be skipped).
+fn set_up_variants(ctx: &child::Context, work: &WorkDir) -> Result<(Vec<Active>, Skipped)> {
+    let (mut active, mut skipped) = (Vec::new(), Vec::new());
+    for (i, v) in ctx.study.variants.iter().enumerate() {
+        match prepare(ctx, v, &work.path().join(format!("v{i}"))) {
+            Ok(prepared) => active.push(Active::new(v.clone(), prepared)),
+            Err(e) if i == 0 => bail!("the baseline variant '{}' cannot run: {e:#}", v.name),
+            Err(e) => {
+                eprintln!("variant {}: skipped: {e:#}", v.name);
+                skipped.push((v.clone(), format!("{e:#}")));
+            }
+        }
+        if interrupt::interrupted() {
+            return Err(interrupt::Interrupted.into());
+        }
+    }
+    Ok((active, skipped))
 }
 
 pub(crate) fn prepare(ctx: &child::Context, v: &VariantConfig, dir: &Path) -> Result<Prepared> {

@@ -145,7 +145,7 @@ impl Drop for Lease {
     fn drop(&mut self) {
         let outcome = undo(&self.path, &self.file);
         if !outcome.starts_with("cleaned up") {
-            eprintln!("warning: {outcome}");
+            say(&format!("warning: {outcome}"));
         }
     }
 }
@@ -183,9 +183,17 @@ fn sweep_pid(pid: u32) {
     for path in newest_first(&dir(), Some(pid)) {
         let lease = std::fs::read_to_string(&path).ok().and_then(|t| serde_json::from_str::<LeaseFile>(&t).ok());
         if let Some(lease) = lease.filter(|l| l.pid == pid) {
-            eprintln!("dbvs watchdog: {}", undo(&path, &lease));
+            say(&format!("dbvs watchdog: {}", undo(&path, &lease)));
         }
     }
+}
+
+/// Tells stderr what a clean-up did, if anyone still reads it: a watchdog whose study was
+/// killed with its reader (`dbvs study X | tee log`) finds the pipe closed, and must go on
+/// undoing (`eprintln!` would panic on the first line, leaving the rest mounted).
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 /// The process and sequence number in a lease file's name (`PID-N.json`).

@@ -181,6 +181,12 @@ fn sqlite_plaintext(path: &Path) -> Result<bool> {
 }
 
 impl Prepared {
+    /// A variant known by its configuration only, never set up: a report of stored blocks
+    /// (`--resume ID --budget 0`) mounts, keys and builds nothing.
+    pub fn not_set_up() -> Self {
+        Self::empty()
+    }
+
     fn empty() -> Self {
         Self {
             backing: vec![],
