@@ -10,6 +10,8 @@ pub mod interrupt;
 pub mod measure;
 pub mod openmetrics;
 pub mod record;
+#[cfg(test)]
+mod reference_docs;
 pub mod remote;
 pub mod report;
 pub mod run;

@@ -447,6 +447,15 @@ pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::Capaci
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_capacity_file_key_is_in_the_reference() {
+        use crate::reference_docs::{fields, Page, STUDY_FILE};
+        let page = Page::of(STUDY_FILE);
+        page.assert_lists("Capacity file: top level", fields::<CapacityFile>());
+        page.assert_lists("[sla]", fields::<Sla>());
+        page.assert_lists("[search]", fields::<Search>());
+    }
+
     use super::*;
 
     #[test]

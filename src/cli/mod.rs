@@ -21,7 +21,7 @@ use std::process::ExitCode;
 
 #[derive(Parser)]
 #[command(name = "dbvs", version, about = "What does this change cost my database? Database benchmark studies.")]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -69,7 +69,8 @@ enum Command {
 struct DbArgs {
     /// Where to run: sqlite:PATH (the pristine database file), postgres://USER@HOST[:PORT]/DB or
     /// mysql://USER@HOST[:PORT]/DB (DB is the pristine database; runs use copies; needs CREATEDB or
-    /// CREATE), or managed-postgres[:VERSION] / managed-mariadb (a private instance dbvs starts and stops).
+    /// CREATE), managed-postgres[:VERSION] / managed-mariadb (a private instance dbvs starts and stops),
+    /// or managed-galera[:NODES] (a private MariaDB Galera cluster of NODES nodes, 3 by default).
     #[arg(long, value_name = "TARGET", required_unless_present = "spec")]
     target: Option<String>,
     /// Everything about the run from a run spec (JSON) that dbvs wrote for a child process;
@@ -278,6 +279,31 @@ fn one_line(msg: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_command_and_flag_is_in_the_reference() {
+        use crate::reference_docs::{Page, CLI};
+        use clap::CommandFactory;
+        let page = Page::of(CLI);
+        let mut commands: Vec<(String, clap::Command)> =
+            Cli::command().get_subcommands().map(|c| (format!("dbvs {}", c.get_name()), c.clone())).collect();
+        while let Some((path, command)) = commands.pop() {
+            if command.is_hide_set() {
+                continue;
+            }
+            commands.extend(command.get_subcommands().map(|c| (format!("{path} {}", c.get_name()), c.clone())));
+            if command.has_subcommands() {
+                continue;
+            }
+            let flags = command
+                .get_arguments()
+                .filter(|a| !a.is_hide_set())
+                .filter_map(|a| a.get_long())
+                .filter(|l| !["help", "version"].contains(l))
+                .map(|l| format!("--{l}"));
+            page.assert_lists(&path, flags);
+        }
+    }
+
     use super::*;
 
     #[test]

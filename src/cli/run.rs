@@ -101,8 +101,8 @@ pub struct RunArgs {
     /// An ssh configuration file for reaching the client hosts (ssh -F FILE).
     #[arg(long, value_name = "FILE", requires = "clients")]
     ssh_config: Option<PathBuf>,
-    /// Test-only: busy-wait this long (or this share of its own time, e.g. 2%) after every
-    /// order: a known slowdown for verdict tests.
+    /// Test-only: busy-wait this long after every order, or run this share more orders
+    /// uncounted (e.g. 2%): a known slowdown for verdict tests.
     #[arg(long, hide = true, default_value = "0")]
     inject_delay: crate::driver::InjectedSlowdown,
 }

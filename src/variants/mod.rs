@@ -365,6 +365,21 @@ fn aesni_off_env() -> Vec<(String, String)> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_layer_key_is_in_the_reference() {
+        use crate::reference_docs::{fields, Page, STUDY_FILE};
+        let page = Page::of(STUDY_FILE);
+        page.assert_lists("[[variants]]", stack::STACK_KEYS.iter().chain(&["kind"]));
+        let layers = [
+            fields::<sqlcipher::Settings>(),
+            fields::<mariadb_tde::Settings>(),
+            fields::<fscrypt::Settings>(),
+            fields::<gocryptfs::Settings>(),
+        ];
+        page.assert_lists("[[variants]] encryption", layers.concat().into_iter().chain(["layer"]));
+        page.assert_lists("[[variants]] limits", fields::<limits::Settings>());
+    }
+
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 

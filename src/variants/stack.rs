@@ -115,7 +115,7 @@ struct Keys {
     control: Option<String>,
 }
 
-const STACK_KEYS: [&str; 9] =
+pub(super) const STACK_KEYS: [&str; 9] =
     ["name", "storage", "log_storage", "encryption", "fuse_passthrough", "limits", "aesni", "delay", "control"];
 
 fn injected(text: &str, key: &str) -> Result<crate::driver::InjectedSlowdown> {

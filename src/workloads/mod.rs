@@ -348,6 +348,20 @@ pub fn ensure_identity(wanted: &BuildMeta, found: &BuildMeta, location: &str) ->
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_workload_option_is_in_the_reference() {
+        use crate::reference_docs::{fields, Page, STUDY_FILE};
+        let page = Page::of(STUDY_FILE);
+        let section = |w: &str| format!("[workload] options of {w}");
+        page.assert_lists(&section("ds2"), fields::<super::ds2::Mix>());
+        page.assert_lists(&section("tpcc"), fields::<super::tpcc::Options>());
+        page.assert_lists(&section("oltp"), fields::<super::oltp::Options>());
+        page.assert_lists(&section("bignw"), fields::<super::bignw::Options>());
+        page.assert_lists(&section("fileio"), fields::<super::fileio::Options>());
+        page.assert_lists(&section("cipher"), fields::<super::cipher::Options>());
+        page.assert_lists(&section("command"), fields::<super::command::Options>());
+    }
+
     use super::*;
 
     #[test]

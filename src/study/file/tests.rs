@@ -154,3 +154,22 @@ fn a_workload_s_memory_limit_and_a_variant_s_limits_on_one_process_are_refused()
         Ok(_) => assert!(!v2, "on cgroup v2 the run's memory group would take the process out of the cpu limit"),
     }
 }
+
+#[test]
+fn every_study_file_key_is_in_the_reference() {
+    use crate::reference_docs::{fields, Page, STUDY_FILE};
+    let page = Page::of(STUDY_FILE);
+    // Tables have sections of their own (a missing one fails below).
+    let tables = ["target", "workload", "workloads", "variants", "clients", "quick"];
+    page.assert_lists("Top level", fields::<StudyFile>().into_iter().filter(|k| !tables.contains(k)));
+    page.assert_lists("blocks", fields::<Blocks>());
+    page.assert_lists("verdict", fields::<crate::stats::Rules>());
+    page.assert_lists("[target]", fields::<TargetConfig>());
+    page.assert_lists("[clients]", fields::<crate::remote::ClientsSpec>());
+    page.assert_lists("[quick]", Vec::<&str>::new());
+    // A workload entry flattens its workload's options in, so its own keys are read from
+    // what it writes (every field but the quick form's, which `[quick]` documents).
+    let entry: WorkloadConfig = toml::from_str("name = 'tpcb'").unwrap();
+    let value = serde_json::to_value(&entry).unwrap();
+    page.assert_lists("[workload]", value.as_object().unwrap().keys().chain([&"quick".to_string()]));
+}
