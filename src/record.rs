@@ -124,7 +124,7 @@ pub struct RunRecord {
     pub settle_s: Option<f64>,
     /// With `--clients`: the client hosts that drove the run, and the server's own count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub clients: Option<crate::remote::ClientsRecord>,
+    pub clients: Option<crate::driver::ClientsRecord>,
 }
 
 impl RunRecord {

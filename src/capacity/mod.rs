@@ -201,7 +201,7 @@ impl CapacityFile {
         }
         self.power.parse::<crate::telemetry::power::PowerSpec>().map_err(|e| anyhow::anyhow!("power: {e}"))?;
         if let Some(c) = &self.clients {
-            c.reach(&self.target)?;
+            c.reach(self.target.engine, self.target.listen.as_deref())?;
         }
         Ok(())
     }

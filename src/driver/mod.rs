@@ -5,11 +5,13 @@
 //! away when warmup ends, as DS2 does. The controller ticks every 100 ms so Ctrl-C is
 //! answered quickly; it never formats output itself, it hands events to an observer.
 
+mod clients;
 pub mod inject;
 pub mod stats;
 
 use crate::interrupt::{self, Stop};
 use crate::sys::{thread_cpu, StorageIo};
+pub use clients::{ClientRow, ClientsRecord, ServerTransactions};
 use hdrhistogram::Histogram;
 pub use inject::InjectedSlowdown;
 use rand::{Rng, SeedableRng};
@@ -212,7 +214,7 @@ pub struct RunResult {
     pub latencies: Latencies,
     /// The client hosts that drove the run, when they were remote (see `crate::remote`).
     #[serde(skip)]
-    pub remote: Option<crate::remote::ClientsRecord>,
+    pub remote: Option<ClientsRecord>,
 }
 
 impl RunResult {

@@ -40,7 +40,7 @@ pub fn combine(mut records: Vec<RunRecord>) -> RunRecord {
         lock_waits: records.iter().map(|r| r.counts.lock_waits).sum(),
     };
     let clients: Vec<_> = records.iter().filter_map(|r| r.clients.as_ref()).collect();
-    let clients = crate::remote::ClientsRecord::sum(&clients);
+    let clients = crate::driver::ClientsRecord::sum(&clients);
     let mut first = records.swap_remove(0);
     first.metrics = json!({
         first.headline.name.to_lowercase(): total,

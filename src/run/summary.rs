@@ -75,7 +75,7 @@ fn right_aligned(mut t: Table) -> Table {
 }
 
 /// One row per client host: its share of the work and whether it kept up.
-fn client_table(c: &crate::remote::ClientsRecord) -> Table {
+fn client_table(c: &crate::driver::ClientsRecord) -> Table {
     let mut t = Table::new();
     t.set_header(["client host", "workers", "units", "CPU % of its cores", "clock offset ms", "round trip ms"]);
     for h in &c.hosts {

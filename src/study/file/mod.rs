@@ -497,7 +497,8 @@ impl StudyFile {
             if self.interleave.is_some() {
                 bail!("{}[clients] runs the workers on other hosts; interleaved variants take turns in one process here: drop interleave", at("interleave"));
             }
-            c.reach(&self.target).map_err(|e| anyhow::anyhow!("{}{e}", at("clients")))?;
+            c.reach(self.target.engine, self.target.listen.as_deref())
+                .map_err(|e| anyhow::anyhow!("{}{e}", at("clients")))?;
         }
         Ok(())
     }
