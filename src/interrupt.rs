@@ -1,18 +1,23 @@
-//! Ctrl-C, SIGTERM and SIGHUP become a flag that long operations poll, so that an
+//! Ctrl-C, SIGTERM and SIGHUP become a count that long operations poll, so that an
 //! interrupted run can still stop its workers, report what it measured and clean up its
-//! files instead of dying mid-write.
+//! files instead of dying mid-write; asking again cuts a gentle stop short.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
-static INTERRUPTED: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+/// How many stop requests (signals, or [`request`]) arrived so far.
+static SIGNALS: AtomicUsize = AtomicUsize::new(0);
 
-/// Routes the termination signals to the process-wide interrupt flag.
+/// Routes the termination signals to the process-wide interrupt counter.
 pub fn install() -> std::io::Result<()> {
-    let flag = INTERRUPTED.get_or_init(|| Arc::new(AtomicBool::new(false)));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
-        signal_hook::flag::register(sig, Arc::clone(flag))?;
+        // SAFETY: the handler only adds to an atomic, which is async-signal-safe.
+        unsafe {
+            signal_hook::low_level::register(sig, || {
+                SIGNALS.fetch_add(1, Ordering::SeqCst);
+            })?
+        };
     }
     Ok(())
 }
@@ -20,12 +25,48 @@ pub fn install() -> std::io::Result<()> {
 /// Raises the interrupt flag from inside the process, as a signal would (a remote agent
 /// whose coordinator asked it to stop, or went away).
 pub fn request() {
-    INTERRUPTED.get_or_init(|| Arc::new(AtomicBool::new(false))).store(true, Ordering::Relaxed);
+    SIGNALS.fetch_add(1, Ordering::SeqCst);
 }
 
 /// Whether the user asked the process to stop.
 pub fn interrupted() -> bool {
-    INTERRUPTED.get().is_some_and(|f| f.load(Ordering::Relaxed))
+    signals() > 0
+}
+
+/// How many times the user asked the process to stop so far.
+pub fn signals() -> usize {
+    SIGNALS.load(Ordering::SeqCst)
+}
+
+/// Requests closer together than this are one: a terminal's Ctrl-C reaches a study's run
+/// both directly and as the study forwards it.
+const SAME_REQUEST: Duration = Duration::from_secs(1);
+
+/// Whether the user insists on a stop begun when this was made: asked (again) at least
+/// [`SAME_REQUEST`] after it began, so that stopping gently (a grace period) is cut short.
+pub struct Insistence {
+    seen: usize,
+    since: Instant,
+}
+
+impl Insistence {
+    pub fn new() -> Self {
+        Insistence { seen: signals(), since: Instant::now() }
+    }
+
+    pub fn insisted(&mut self) -> bool {
+        let now = signals();
+        if now > self.seen && self.since.elapsed() < SAME_REQUEST {
+            self.seen = now;
+        }
+        now > self.seen
+    }
+}
+
+impl Default for Insistence {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// Sleeps for `d`, waking every 100 ms to see whether the user asked to stop; returns

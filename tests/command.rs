@@ -6,6 +6,7 @@ mod common;
 use common::*;
 use serde_json::Value;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 const PGBENCH_SETUP: &str = "pgbench -i -q -s $DBVS_SIZE";
 const PGBENCH: &str = "pgbench -n -M prepared -c $DBVS_THREADS -j $DBVS_THREADS -T $DBVS_DURATION";
@@ -198,4 +199,203 @@ fn a_study_compares_variants_by_pgbench_tps() {
     assert_eq!(c["variant"], "plain-again", "{c}");
     assert!(!c["verdict"].is_null(), "{c}");
     assert!(std::fs::read_to_string(out.join("report.md")).unwrap().contains("tps"));
+}
+
+// A command's processes never outlive dbvs, and a command is bounded in time and memory.
+
+/// dbvs running a command on a SQLite database, killed (SIGKILL) if a test ends early.
+struct Running {
+    dbvs: std::process::Child,
+    /// Where its stderr goes.
+    log: std::path::PathBuf,
+}
+
+impl Running {
+    /// Starts `dbvs run` of `script` for `duration`; its stderr goes to a file in `dir`.
+    fn start(dir: &Path, script: &str, regex: &str, duration: &str) -> Running {
+        let log = dir.join("dbvs.log");
+        let json = dir.join("r.json");
+        let dbvs = command()
+            .args(["run", "--target", &target(dir, "cmd.db"), "--workload", "command", "--command", script])
+            .args(["--regex", regex, "--duration", duration, "--warmup", "0s", "--json", json.to_str().unwrap()])
+            .arg("--no-store")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        Running { dbvs, log }
+    }
+
+    fn signal(&self, signal: i32) {
+        // SAFETY: signalling the dbvs process this test started.
+        assert_eq!(unsafe { libc::kill(self.dbvs.id() as i32, signal) }, 0);
+    }
+
+    /// The pids a script wrote to `file`, once it has written `n` of them.
+    fn pids_written(&mut self, file: &Path, n: usize) -> Vec<u32> {
+        for _ in 0..1200 {
+            let text = std::fs::read_to_string(file).unwrap_or_default();
+            let pids: Vec<u32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+            if pids.len() >= n {
+                return pids;
+            }
+            assert!(self.dbvs.try_wait().unwrap().is_none(), "dbvs ended early:\n{}", self.stderr());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("the command never wrote its pids:\n{}", self.stderr());
+    }
+
+    /// Waits for dbvs to exit, at most `limit`.
+    fn exits_within(&mut self, limit: Duration) {
+        let until = Instant::now() + limit;
+        while self.dbvs.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < until, "dbvs still runs after {limit:?}:\n{}", self.stderr());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.dbvs.kill();
+        let _ = self.dbvs.wait();
+    }
+}
+
+/// Whether process `pid` runs: a zombie (dead, not yet reaped) does not.
+fn running(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+}
+
+/// The processes of `pids` that still run after `limit`.
+fn survivors(pids: &[u32], limit: Duration) -> Vec<u32> {
+    let until = Instant::now() + limit;
+    loop {
+        let left: Vec<u32> = pids.iter().copied().filter(|p| running(*p)).collect();
+        if left.is_empty() || Instant::now() > until {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A script that writes its shell's pid and a background child's to `pids`, then waits.
+fn with_a_child(pids: &Path, head: &str) -> String {
+    let p = pids.display();
+    format!("echo $$ > {p}; {head} sleep 1000 & echo $! >> {p}; wait")
+}
+
+/// The control group dbvs put `pid` in (as root), from /proc/PID/cgroup.
+fn tree_group(pid: u32) -> Option<std::path::PathBuf> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    text.lines().find_map(|l| {
+        let mut f = l.splitn(3, ':').skip(1);
+        let (controllers, path) = (f.next()?, f.next()?);
+        let hierarchy = controllers.split(',').next().unwrap_or("");
+        path.contains("-tree-").then(|| Path::new("/sys/fs/cgroup").join(hierarchy).join(&path[1..]))
+    })
+}
+
+fn as_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+#[test]
+fn a_command_that_ignores_sigterm_is_killed_after_the_grace_period_when_dbvs_is_stopped() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let pids_file = dir.path().join("pids");
+    let mut run = Running::start(dir.path(), &with_a_child(&pids_file, "trap '' TERM;"), "x", "60s");
+    let pids = run.pids_written(&pids_file, 2);
+    if as_root() {
+        assert!(tree_group(pids[1]).is_some(), "the command runs in a control group of its own");
+    }
+    run.signal(libc::SIGTERM);
+    // The grace period is 5 s; the bound checks that the wait ends, not its speed.
+    run.exits_within(Duration::from_secs(60));
+    assert_eq!(survivors(&pids, Duration::from_secs(10)), Vec::<u32>::new(), "{}", run.stderr());
+    let err = run.stderr();
+    assert!(err.contains("the command outlived SIGTERM by 5 s: killing its processes (SIGKILL)"), "{err}");
+}
+
+#[test]
+fn a_second_sigterm_while_stopping_kills_the_command_at_once() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let pids_file = dir.path().join("pids");
+    let mut run = Running::start(dir.path(), &with_a_child(&pids_file, "trap '' TERM;"), "x", "60s");
+    let pids = run.pids_written(&pids_file, 2);
+    run.signal(libc::SIGTERM);
+    // Within a second, a second signal is the first one seen twice (a study forwards it).
+    std::thread::sleep(Duration::from_millis(2500));
+    run.signal(libc::SIGTERM);
+    run.exits_within(Duration::from_secs(60));
+    assert_eq!(survivors(&pids, Duration::from_secs(10)), Vec::<u32>::new());
+    let err = run.stderr();
+    assert!(err.contains("asked again: killing the command's processes at once (SIGKILL)"), "{err}");
+    assert!(!err.contains("outlived SIGTERM"), "{err}");
+}
+
+#[test]
+fn a_command_s_children_die_with_dbvs_killed_by_sigkill() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let pids_file = dir.path().join("pids");
+    let mut run = Running::start(dir.path(), &with_a_child(&pids_file, ""), "x", "60s");
+    let pids = run.pids_written(&pids_file, 2);
+    let group = tree_group(pids[1]);
+    assert_eq!(group.is_some(), as_root(), "as root, the command runs in a control group of its own");
+    run.dbvs.kill().unwrap();
+    run.dbvs.wait().unwrap();
+    // The watchdog kills the group at once; the bound is generous for a loaded machine.
+    assert_eq!(survivors(&pids, Duration::from_secs(10)), Vec::<u32>::new(), "{}", run.stderr());
+    if let Some(group) = group {
+        let until = Instant::now() + Duration::from_secs(10);
+        while group.exists() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(!group.exists(), "the watchdog removes {}", group.display());
+    }
+}
+
+#[test]
+fn a_command_running_far_past_the_run_s_duration_fails_the_run_naming_the_overrun() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let pids_file = dir.path().join("pids");
+    let mut run = Running::start(dir.path(), &with_a_child(&pids_file, ""), "x", "1s");
+    let pids = run.pids_written(&pids_file, 2);
+    // Its bound is the run's 1 s and a 30 s margin.
+    run.exits_within(Duration::from_secs(300));
+    assert!(!run.dbvs.wait().unwrap().success());
+    assert_eq!(survivors(&pids, Duration::from_secs(10)), Vec::<u32>::new());
+    let r = record(&dir.path().join("r.json"));
+    assert_eq!(r["status"], "failed", "{}", run.stderr());
+    let cause = r["cause"].as_str().unwrap();
+    let named = "the command ran past its bound of 31 s (0 s warm-up + the run's 1 s + 30 s margin)";
+    assert!(cause.contains(named) && cause.contains("--duration"), "{cause}");
+}
+
+#[test]
+fn a_command_printing_200_mb_leaves_dbvs_s_memory_small() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // After its output, the command idles, so the test reads dbvs's peak after all of it.
+    let script = "yes | head -c 200000000; echo 'tps = 7'; sleep 2";
+    let mut run = Running::start(dir.path(), script, r"tps = (\d+)", "120s");
+    let mut peak_kb = 0;
+    while run.dbvs.try_wait().unwrap().is_none() {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", run.dbvs.id())).unwrap_or_default();
+        let hwm = status.lines().find_map(|l| l.strip_prefix("VmHWM:")?.trim().strip_suffix(" kB")?.parse().ok());
+        peak_kb = hwm.unwrap_or(peak_kb).max(peak_kb);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let r = record(&dir.path().join("r.json"));
+    assert_eq!(r["status"], "completed", "{}", run.stderr());
+    assert_eq!(r["headline"]["value"], 7.0);
+    assert!(peak_kb > 0 && peak_kb < 100_000, "dbvs's peak RSS was {peak_kb} kB");
+    let err = run.stderr();
+    let head: String = err.lines().take(20).collect::<Vec<_>>().join("\n");
+    assert!(err.contains("[the last 64 KiB of 200.0 MB]"), "{head}");
 }

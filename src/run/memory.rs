@@ -142,17 +142,7 @@ fn current_group(pid: u32, version: Version) -> Result<PathBuf> {
 
 /// The memory group's directory in a `/proc/PID/cgroup` text.
 fn memory_group(text: &str, version: Version) -> Option<PathBuf> {
-    let (root, path) = text
-        .lines()
-        .filter_map(|l| {
-            let mut fields = l.splitn(3, ':').skip(1);
-            fields.next().zip(fields.next())
-        })
-        .find_map(|(controllers, path)| match version {
-            Version::V1 => controllers.split(',').any(|c| c == "memory").then_some(("memory", path)),
-            Version::V2 => controllers.is_empty().then_some(("", path)),
-        })?;
-    Some(PathBuf::from(crate::sys::cgroup::ROOT).join(root).join(path.trim_start_matches('/')))
+    crate::sys::cgroup::dir_in(text, (version == Version::V1).then_some("memory"))
 }
 
 #[cfg(test)]

@@ -105,17 +105,18 @@ fn wait(mut cmd: Command, log: std::fs::File) -> Result<std::process::ExitStatus
     wait_child(&mut child)
 }
 
-/// Waits for a spawned child, forwarding Ctrl-C to it once.
+/// Waits for a spawned child, forwarding each Ctrl-C (or SIGTERM) to it: asked again, the
+/// child cuts its stop short too.
 pub(super) fn wait_child(child: &mut std::process::Child) -> Result<std::process::ExitStatus> {
-    let mut forwarded = false;
+    let mut forwarded = 0;
     loop {
         if let Some(status) = child.try_wait()? {
             return Ok(status);
         }
-        if interrupt::interrupted() && !forwarded {
+        if interrupt::signals() > forwarded {
             // SAFETY: signalling our own child process.
             unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-            forwarded = true;
+            forwarded = interrupt::signals();
         }
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -1,5 +1,7 @@
 //! Control groups, for the hardware-emulation variant (`variants::limits`) and the managed
 //! servers it limits: create them, put processes in them, read what the limits did, remove them.
+//! A group also holds every process of a user's command (`sys::tree`), so that all of them
+//! can be killed at once.
 //!
 //! cgroup v2 (one tree with cpu.max, cpuset.cpus, io.max, memory.max) is used where the
 //! controllers are on it; on hybrid hosts whose controllers sit on v1 hierarchies, v1's
@@ -11,6 +13,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 pub const ROOT: &str = "/sys/fs/cgroup";
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -175,6 +178,96 @@ pub fn join_on_spawn(cmd: &mut std::process::Command, dirs: &[PathBuf]) -> Resul
         });
     }
     Ok(())
+}
+
+/// The directory of the group a `/proc/PID/cgroup` text puts its process in: in the v1
+/// hierarchy that holds `controller`, or in the v2 tree when `controller` is `None`.
+pub fn dir_in(text: &str, controller: Option<&str>) -> Option<PathBuf> {
+    let (root, path) = text
+        .lines()
+        .filter_map(|l| {
+            let mut fields = l.splitn(3, ':').skip(1);
+            fields.next().zip(fields.next())
+        })
+        .find_map(|(controllers, path)| match controller {
+            Some(c) => controllers.split(',').any(|x| x == c).then_some((c, path)),
+            None => controllers.is_empty().then_some(("", path)),
+        })?;
+    Some(Path::new(ROOT).join(root).join(path.trim_start_matches('/')))
+}
+
+/// The processes in the group at `dir`, none when it is gone.
+pub fn procs(dir: &Path) -> Vec<i32> {
+    read(dir, "cgroup.procs").lines().filter_map(|l| l.trim().parse().ok()).collect()
+}
+
+/// Sends `signal` to every process in the group at `dir`.
+pub fn signal_all(dir: &Path, signal: i32) {
+    for pid in procs(dir) {
+        // SAFETY: kill has no memory-safety preconditions; the group holds only what we put in it.
+        unsafe { libc::kill(pid, signal) };
+    }
+}
+
+/// How long killed processes may take to leave their group.
+const KILLED_WITHIN: Duration = Duration::from_secs(10);
+
+/// Kills every process in the group at `dir` and waits until it is empty. v2's
+/// `cgroup.kill` (Linux 5.14+) does it in one write; elsewhere the group is frozen (v1's
+/// freezer, v2's `cgroup.freeze`), so no process forks a new one while each gets SIGKILL,
+/// then thawed, so they die.
+pub fn kill_all(dir: &Path) -> Result<()> {
+    let until = Instant::now() + KILLED_WITHIN;
+    loop {
+        let pids = procs(dir);
+        if pids.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() > until {
+            bail!(
+                "processes {pids:?} of control group {} outlived SIGKILL for {} s (stuck in I/O?): kill them, then rmdir the group",
+                dir.display(),
+                KILLED_WITHIN.as_secs()
+            );
+        }
+        if std::fs::write(dir.join("cgroup.kill"), "1").is_err() {
+            freeze(dir, true);
+            signal_all(dir, libc::SIGKILL);
+            freeze(dir, false);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Freezes (or thaws) the group at `dir` where the kernel can: v1's freezer hierarchy or
+/// v2's `cgroup.freeze`; waits up to a second for the freeze to hold.
+fn freeze(dir: &Path, on: bool) {
+    let (file, value) = match dir.join("freezer.state").exists() {
+        true => ("freezer.state", if on { "FROZEN" } else { "THAWED" }),
+        false => ("cgroup.freeze", if on { "1" } else { "0" }),
+    };
+    if std::fs::write(dir.join(file), value).is_err() || !on {
+        return;
+    }
+    let frozen = || read(dir, "freezer.state").trim() == "FROZEN" || read(dir, "cgroup.events").contains("frozen 1");
+    let until = Instant::now() + Duration::from_secs(1);
+    while !frozen() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Kills every process in the group at `dir`, then removes it (nothing to do when it is gone).
+pub fn remove(dir: &Path) -> Result<()> {
+    kill_all(dir)?;
+    for _ in 0..50 {
+        match std::fs::remove_dir(dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            _ => return Ok(()),
+        }
+    }
+    std::fs::remove_dir(dir).with_context(|| format!("cannot remove control group {}", dir.display()))
 }
 
 /// Processes the kernel's OOM killer has ended inside the groups so far.

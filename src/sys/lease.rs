@@ -1,6 +1,6 @@
 //! Leases: what a dbvs process must undo if it dies without cleaning up. Every mount,
-//! keyring key, secret file and server a process sets up is written down first, in a
-//! lease file in dbvs's data directory; clean tear-down deletes the lease. A lease whose
+//! keyring key, secret file, server and command a process sets up is written down first,
+//! in a lease file in dbvs's data directory; clean tear-down deletes the lease. A lease whose
 //! process is gone is carried out by that process's watchdog at once (SIGKILL included:
 //! the watchdog sees its pipe from the dead process close), or by the next dbvs command,
 //! or by `dbvs cleanup`.
@@ -36,6 +36,11 @@ pub enum Step {
     StopProcess {
         pid: u32,
         comm: String,
+    },
+    /// Kill every process in a control group (a user's command and all it started), then
+    /// remove the group.
+    KillCgroup {
+        dir: PathBuf,
     },
     RemoveFile {
         path: PathBuf,
@@ -268,6 +273,7 @@ fn run(step: &Step) -> Result<()> {
             }
         }
         Step::StopProcess { pid, comm } => stop(*pid, comm),
+        Step::KillCgroup { dir } => super::cgroup::remove(dir),
         Step::RemoveFile { path } => match std::fs::remove_file(path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 Err(e).with_context(|| format!("cannot remove {}", path.display()))

@@ -1,12 +1,13 @@
 //! The ground floor: what dbvs asks of the operating system. Tools on PATH, secret files,
-//! the page cache, control groups and the units people write. Nothing here imports any
-//! other dbvs module.
+//! the page cache, control groups, process trees and the units people write. Nothing here
+//! imports any other dbvs module.
 
 pub mod cgroup;
 pub mod fscrypt;
 pub mod lease;
 pub mod lock;
 pub mod mounts;
+pub mod tree;
 pub mod units;
 
 use anyhow::{bail, Context, Result};

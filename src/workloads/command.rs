@@ -8,23 +8,33 @@
 //! `DBVS_WARMUP` and `DBVS_SIZE` (seconds as whole numbers). The figure it prints (a
 //! regex's first group, or a JSON pointer into its output) is the run's measure, compared in
 //! studies like a built-in workload's.
+//!
+//! Each execution is a process tree dbvs stops as a whole ([`script`]): when dbvs is asked
+//! to stop, when dbvs dies, and when it runs past the warm-up and duration it was given plus
+//! a margin, which fails the run. Its output is read as it comes; only its end is kept.
+
+mod figure;
+mod output;
+mod script;
 
 use super::{Check, Measure, Workload, WorkloadSpec};
 use crate::driver::{FromStart, IntervalSample, Outcome, Pacing, RunResult, UnitRecorder, Worker};
 use crate::targets::{BuildMeta, Database};
 use anyhow::{bail, Context, Result};
+use figure::Figure;
 use indicatif::ProgressBar;
+use script::{Bound, Script};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use std::io::Read;
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 const OPERATIONS: &[&str] = &["command"];
-/// How much of a failed command's output an error quotes.
+/// How much of its output an error about a missing figure quotes.
 const QUOTED_LINES: usize = 5;
+/// What an execution may take beyond the warm-up and duration it was asked for (to connect,
+/// to finish): this, or a tenth of those for long runs.
+const MARGIN: Duration = Duration::from_secs(30);
 
 /// The command workload's options, on the command line and in study files.
 #[derive(clap::Args, Clone, Debug, Default, Serialize, Deserialize)]
@@ -54,56 +64,6 @@ pub struct Options {
     /// command: a smaller figure is better (a time); by default a larger one is (a rate).
     #[arg(long)]
     pub lower_is_better: bool,
-}
-
-/// Where the figure is in the command's output.
-enum Figure {
-    Regex(regex::Regex),
-    Json(String),
-}
-
-impl Figure {
-    fn new(o: &Options) -> Result<Self> {
-        match (&o.regex, &o.json_pointer) {
-            (Some(r), None) => {
-                let re = regex::Regex::new(r).map_err(|e| {
-                    // The crate draws the error over several lines; an error here is one.
-                    let why = e.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
-                    anyhow::anyhow!("command: the regex '{r}' is invalid: {why}")
-                })?;
-                Ok(Figure::Regex(re))
-            }
-            (None, Some(p)) if p.is_empty() || p.starts_with('/') => Ok(Figure::Json(p.clone())),
-            (None, Some(p)) => bail!("command: the JSON pointer '{p}' must start with '/' (e.g. /tps)"),
-            (None, None) => {
-                bail!("command: say where its figure is: regex = 'tps = ([0-9.]+)' or json_pointer = '/tps'")
-            }
-            (Some(_), Some(_)) => bail!("command: give regex or json_pointer, not both"),
-        }
-    }
-
-    /// The figure in `out`: the regex's last match (a benchmark's summary comes last), or
-    /// the pointer into the whole output or, failing that, into its last JSON line.
-    fn find(&self, out: &str) -> Result<f64> {
-        let text = match self {
-            Figure::Regex(re) => {
-                let caps = re.captures_iter(out).last().with_context(|| format!("no match for regex '{re}'"))?;
-                caps.get(1).or_else(|| caps.get(0)).map_or("", |m| m.as_str()).to_string()
-            }
-            Figure::Json(pointer) => {
-                let json = serde_json::from_str::<serde_json::Value>(out).ok().or_else(|| {
-                    out.lines().rev().find_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok())
-                });
-                let value = json.context("no JSON in the output")?;
-                let found = value.pointer(pointer).with_context(|| format!("no value at JSON pointer '{pointer}'"))?;
-                match found {
-                    serde_json::Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                }
-            }
-        };
-        text.trim().replace(',', "").parse().with_context(|| format!("'{text}' is not a number"))
-    }
 }
 
 /// The run's shape as the user asked for it, which the command gets in its environment:
@@ -158,10 +118,15 @@ impl Command {
         self.figures.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// The run's shape as asked for (a build, which has none, gets one thread for a minute).
+    fn asked(&self) -> Asked {
+        let asked = *self.asked.lock().unwrap_or_else(|p| p.into_inner());
+        asked.unwrap_or(Asked { threads: 1, duration: Duration::from_secs(60), warmup: Duration::ZERO })
+    }
+
     /// The environment a script gets: the database's client variables and the run's shape.
     fn env(&self, db: &dyn Database) -> Result<Vec<(String, String)>> {
-        let asked = *self.asked.lock().unwrap_or_else(|p| p.into_inner());
-        let asked = asked.unwrap_or(Asked { threads: 1, duration: Duration::from_secs(60), warmup: Duration::ZERO });
+        let asked = self.asked();
         let mut env = db.client_env()?;
         env.extend([
             ("DBVS_THREADS".to_string(), asked.threads.to_string()),
@@ -174,66 +139,24 @@ impl Command {
     }
 }
 
+/// How long one execution may run: the warm-up and duration it gets (as whole seconds) and
+/// a [`MARGIN`]. A command that runs on past that is stopped, and the run fails; a study's
+/// runs are bounded so too (the study starts no block that would overrun its budget).
+fn bound(asked: Asked) -> Bound {
+    let (warmup, duration) = (asked.warmup.as_secs(), whole_seconds(asked.duration));
+    let margin = MARGIN.as_secs().max((warmup + duration) / 10);
+    Bound {
+        limit: Duration::from_secs(warmup + duration + margin),
+        why: format!("{warmup} s warm-up + the run's {duration} s + {margin} s margin"),
+        fix: "make it end within $DBVS_WARMUP + $DBVS_DURATION seconds (e.g. pgbench -T $DBVS_DURATION), or raise \
+              --duration"
+            .into(),
+    }
+}
+
 /// A duration as the whole seconds benchmarks take (`-T 20`), at least one.
 fn whole_seconds(d: Duration) -> u64 {
     d.as_secs_f64().round().max(1.0) as u64
-}
-
-/// Runs `script` by `sh -c` with `env` added, and returns its standard output. It runs in
-/// a process group of its own, which Ctrl-C (the interrupt flag) ends as a whole, and it
-/// dies with dbvs. A failure quotes the end of what it printed.
-fn run_script(script: &str, env: &[(String, String)], what: &str) -> Result<String> {
-    let sh = crate::sys::require("sh", "dash")?;
-    let mut cmd = std::process::Command::new(sh);
-    cmd.arg("-c").arg(script).envs(env.iter().map(|(k, v)| (k, v))).stdin(Stdio::null());
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
-    // SAFETY: prctl is async-signal-safe; it only sets this child's parent-death signal.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().with_context(|| format!("cannot start the {what}"))?;
-    let (out, err) = (drain(child.stdout.take()), drain(child.stderr.take()));
-    let status = wait_or_interrupt(&mut child)?;
-    let (out, err) = (out.join().unwrap_or_default(), err.join().unwrap_or_default());
-    if !status.success() {
-        let said = if err.trim().is_empty() { &out } else { &err };
-        let tail: Vec<&str> = said.lines().rev().take(QUOTED_LINES).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
-        bail!("the {what} '{script}' failed ({status}): {}", tail.join(" | "));
-    }
-    Ok(out)
-}
-
-/// Reads a child's pipe to the end on a thread of its own, so neither pipe fills and blocks it.
-fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut text = String::new();
-        if let Some(mut p) = pipe {
-            let mut bytes = Vec::new();
-            let _ = p.read_to_end(&mut bytes);
-            text = String::from_utf8_lossy(&bytes).into_owned();
-        }
-        text
-    })
-}
-
-/// Waits for the child; on an interrupt, ends its whole process group and says so.
-fn wait_or_interrupt(child: &mut Child) -> Result<std::process::ExitStatus> {
-    loop {
-        if let Some(status) = child.try_wait()? {
-            return Ok(status);
-        }
-        if crate::interrupt::interrupted() {
-            // SAFETY: kill has no memory-safety preconditions; the group is the child's own.
-            unsafe { libc::kill(-(child.id() as i32), libc::SIGTERM) };
-            let _ = child.wait();
-            return Err(crate::interrupt::Interrupted.into());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 struct CommandWorker<'a> {
@@ -246,13 +169,14 @@ impl Worker for CommandWorker<'_> {
     fn run_unit(&mut self, rec: &mut UnitRecorder) -> Result<Outcome> {
         let w = self.workload;
         let t = Instant::now();
-        let out = run_script(&w.options.command, &self.env, "command")?;
+        let script =
+            Script { text: &w.options.command, env: &self.env, what: "command", bound: Some(bound(w.asked())) };
+        let out = script::run(&script, w.figure.scanner())?;
         rec.op(0, t.elapsed());
         self.executions += 1;
-        eprintln!("command output (execution {}):\n{}", self.executions, out.trim_end());
+        eprintln!("command output (execution {}):\n{}", self.executions, out.shown().trim_end());
         let value = w.figure.find(&out).with_context(|| {
-            let tail: Vec<&str> = out.lines().rev().take(QUOTED_LINES).collect();
-            format!("the command's figure is not in its output (last lines: {})", tail.join(" | "))
+            format!("the command's figure is not in its output (last lines: {})", out.last_lines(QUOTED_LINES))
         })?;
         w.figures.lock().unwrap_or_else(|p| p.into_inner()).push(value);
         Ok(Outcome::Committed)
@@ -280,8 +204,9 @@ impl Workload for Command {
 
     fn build(&self, db: &dyn Database, _progress: &ProgressBar) -> Result<u64> {
         if let Some(setup) = &self.options.setup {
-            let out = run_script(setup, &self.env(db)?, "setup")?;
-            eprintln!("setup output:\n{}", out.trim_end());
+            let env = self.env(db)?;
+            let out = script::run(&Script { text: setup, env: &env, what: "setup", bound: None }, Box::new(|_| None))?;
+            eprintln!("setup output:\n{}", out.shown().trim_end());
         }
         let mut meta = self.build_identity();
         // The plaintext canary scan needs a marker in the data; the user's tables have none.
@@ -373,20 +298,6 @@ mod tests {
     }
 
     #[test]
-    fn figures_come_from_the_last_regex_match_or_a_json_pointer() {
-        let pgbench = "progress: 1.0 s, 900.5 tps\ntps = 1,234.56 (without initial connection time)\n";
-        let f = Figure::new(&options(Some(r"tps = ([0-9.,]+)"), None)).unwrap();
-        assert_eq!(f.find(pgbench).unwrap(), 1234.56);
-        let whole = Figure::new(&options(Some(r"[0-9]+\.[0-9]+"), None)).unwrap();
-        assert_eq!(whole.find("took 2.5 s").unwrap(), 2.5);
-        let json = Figure::new(&options(None, Some("/results/tps"))).unwrap();
-        assert_eq!(json.find("warming up\n{\"results\": {\"tps\": 812.5}}\n").unwrap(), 812.5);
-        assert_eq!(json.find("{\"results\": {\"tps\": \"99\"}}").unwrap(), 99.0);
-        assert!(json.find("{\"results\": {}}").unwrap_err().to_string().contains("/results/tps"));
-        assert!(f.find("no summary").unwrap_err().to_string().contains("no match"));
-    }
-
-    #[test]
     fn bad_options_are_refused_with_the_fix() {
         let spec = WorkloadSpec::default();
         let err = |o: &Options| Command::new(&spec, o).err().map(|e| e.to_string()).unwrap_or_default();
@@ -398,11 +309,13 @@ mod tests {
     }
 
     #[test]
-    fn a_script_gets_its_environment_and_a_failure_quotes_its_output() {
-        let env = vec![("DBVS_THREADS".to_string(), "3".to_string())];
-        assert_eq!(run_script("echo threads=$DBVS_THREADS", &env, "command").unwrap().trim(), "threads=3");
-        let e = run_script("echo connecting; echo 'no such table' >&2; exit 3", &env, "command").unwrap_err();
-        let e = e.to_string();
-        assert!(e.contains("exit status: 3") && e.contains("no such table"), "{e}");
+    fn an_execution_is_bounded_by_what_it_was_asked_for_and_a_margin() {
+        let short = bound(Asked { threads: 1, duration: Duration::from_millis(1600), warmup: Duration::from_secs(1) });
+        assert_eq!(
+            (short.limit, short.why.as_str()),
+            (Duration::from_secs(33), "1 s warm-up + the run's 2 s + 30 s margin")
+        );
+        let long = bound(Asked { threads: 1, duration: Duration::from_secs(3600), warmup: Duration::ZERO });
+        assert_eq!(long.limit, Duration::from_secs(3960));
     }
 }
