@@ -7,6 +7,8 @@ pub mod cli;
 pub mod driver;
 pub mod host;
 pub mod interrupt;
+#[cfg(test)]
+mod layers;
 pub mod measure;
 pub mod openmetrics;
 pub mod record;

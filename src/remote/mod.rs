@@ -62,6 +62,27 @@ impl ClientsSpec {
     }
 }
 
+/// The cross-check: every unit the clients counted as committed is at least one commit
+/// the server counted, so fewer commits mean the clients' figures are not the server's.
+pub fn server_check(record: &ClientsRecord) -> crate::workloads::Check {
+    let name = "the server counted what the clients counted".into();
+    match &record.server {
+        Some(s) => crate::workloads::Check {
+            name,
+            ok: s.commits >= s.client_committed,
+            detail: format!(
+                "server: {} commits, {} rollbacks; clients: {} committed units, {} rolled back",
+                s.commits, s.rollbacks, s.client_committed, s.client_rolled_back
+            ),
+        },
+        None => crate::workloads::Check {
+            name,
+            ok: false,
+            detail: "the server's transaction counters could not be read".into(),
+        },
+    }
+}
+
 fn default_dbvs() -> String {
     "dbvs".into()
 }

@@ -335,7 +335,7 @@ impl SetUp {
                 details = w.details(&result);
             }
             let mut checks = checks;
-            checks.extend(result.remote.as_ref().map(crate::driver::ClientsRecord::check));
+            checks.extend(result.remote.as_ref().map(crate::remote::server_check));
             let (target, env) = (self.target.info(), self.env.clone());
             let server = !self.target.watch().server_pid_files.is_empty();
             let own = cost_measures(target.engine, w.as_ref(), Some(&result), server, self.memory_limited);
