@@ -2,6 +2,10 @@
 
 use serde::Serialize;
 
+/// dbvs's version and the commit it was built from (see build.rs), as records and reports
+/// name it.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("DBVS_COMMIT"), ")");
+
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct HostInfo {
     pub cpu_model: String,
@@ -38,12 +42,7 @@ pub struct Env {
 
 impl Env {
     pub fn new(engine_versions: std::collections::BTreeMap<String, String>) -> Self {
-        Env {
-            host: collect(),
-            engine_versions,
-            dbvs_version: env!("CARGO_PKG_VERSION").into(),
-            aes_ni_masked: crate::cipher::masked(),
-        }
+        Env { host: collect(), engine_versions, dbvs_version: VERSION.into(), aes_ni_masked: crate::cipher::masked() }
     }
 }
 

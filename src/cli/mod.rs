@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "dbvs", version, about = "What does this change cost my database? Database benchmark studies.")]
+#[command(name = "dbvs", version = crate::host::VERSION, about = "What does this change cost my database? Database benchmark studies.")]
 pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,

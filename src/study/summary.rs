@@ -387,7 +387,7 @@ pub(super) fn build(i: Inputs) -> StudyReport {
             host: env.host,
             engine: i.study.target.engine,
             engine_versions: env.engine_versions,
-            dbvs_version: env!("CARGO_PKG_VERSION").into(),
+            dbvs_version: crate::host::VERSION.into(),
             workload: serde_json::Value::Array(i.study.workloads.iter().map(workload_params).collect()),
             study_file: i.text.into(),
         },
