@@ -13,17 +13,26 @@ pub struct Measure {
     /// The value in one run; `None` in a declaration, or when the run could not measure it.
     #[serde(default)]
     pub value: Option<f64>,
+    /// An amount spent (CPU or bytes per unit, power), not a speed: its change reads
+    /// "higher"/"lower", since "faster" means nothing for bytes written.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cost: bool,
 }
 
 impl Measure {
     /// A rate: more is better.
     pub fn higher(name: impl Into<String>, unit: &str, value: Option<f64>) -> Self {
-        Self { name: name.into(), unit: unit.into(), higher_is_better: true, value }
+        Self { name: name.into(), unit: unit.into(), higher_is_better: true, value, cost: false }
     }
 
     /// A time: less is better.
     pub fn lower(name: impl Into<String>, unit: &str, value: Option<f64>) -> Self {
-        Self { name: name.into(), unit: unit.into(), higher_is_better: false, value }
+        Self { name: name.into(), unit: unit.into(), higher_is_better: false, value, cost: false }
+    }
+
+    /// An amount spent per unit of work or over the run: less is better.
+    pub fn cost(name: impl Into<String>, unit: &str, value: Option<f64>) -> Self {
+        Self { cost: true, ..Self::lower(name, unit, value) }
     }
 }
 

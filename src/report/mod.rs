@@ -49,6 +49,9 @@ pub struct Measure {
     pub name: String,
     pub unit: String,
     pub higher_is_better: bool,
+    /// An amount spent, not a speed (see [`crate::measure::Measure::cost`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cost: bool,
 }
 
 impl Measure {
@@ -196,17 +199,20 @@ pub struct Comparison {
     /// and hiding one would flatter the side that stalled.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<(usize, String)>,
+    /// Of a measure that is an amount spent: its verdict reads "higher"/"lower".
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cost: bool,
 }
 
 impl Comparison {
     /// The verdict in words, with the blocks it leaves out.
     pub fn verdict_text(&self) -> String {
-        format!("{}{}", self.verdict, self.left_out_note())
+        format!("{}{}", self.verdict.text(self.cost), self.left_out_note())
     }
 
-    /// The verdict's one word ("slower"), with the blocks it leaves out.
+    /// The verdict's one word ("slower", or "higher" for a cost), with the blocks it leaves out.
     pub fn word(&self) -> String {
-        format!("{}{}", self.verdict.word(), self.left_out_note())
+        format!("{}{}", self.verdict.word_for(self.cost), self.left_out_note())
     }
 
     /// " (block 5 left out: tde measured 0)", or nothing.
@@ -350,6 +356,7 @@ pub(crate) mod sample {
             verdict: verdict(&near, true, &Default::default()),
             estimate: near,
             left_out: vec![],
+            cost: false,
         };
         let info = |n: &str| VariantInfo {
             name: n.into(),
@@ -415,6 +422,7 @@ pub(crate) mod sample {
                 verdict: verdict(&est, true, &Default::default()),
                 estimate: est.clone(),
                 left_out: vec![],
+                cost: false,
             }],
             controls: vec![control.clone()],
             measures: vec![MeasureReport {
@@ -423,6 +431,7 @@ pub(crate) mod sample {
                     name: "OPM".into(),
                     unit: "orders/min".into(),
                     higher_is_better: true,
+                    cost: false,
                 },
                 summaries: vec![("plain".into(), summarize(&base)), ("sqlcipher".into(), summarize(&enc))],
                 comparisons: vec![Comparison {
@@ -431,6 +440,7 @@ pub(crate) mod sample {
                     verdict: verdict(&est, true, &Default::default()),
                     estimate: est,
                     left_out: vec![],
+                    cost: false,
                 }],
                 controls: vec![control],
                 pairs: vec![],

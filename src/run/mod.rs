@@ -394,16 +394,16 @@ pub fn cost_measures(
     let per_unit = |total: fn(&driver::Measured) -> f64| measured.map(|m| total(m) / m.units as f64);
     let mut own = vec![];
     if engine == Engine::Sqlite {
-        own.push(Measure::lower("in-process CPU per unit", "ms", per_unit(|m| 1e3 * m.worker_cpu_s)));
+        own.push(Measure::cost("in-process CPU per unit", "ms", per_unit(|m| 1e3 * m.worker_cpu_s)));
     }
     if server {
-        own.push(Measure::lower("server CPU per unit", "ms", per_unit(|m| 1e3 * m.server_cpu_s)));
+        own.push(Measure::cost("server CPU per unit", "ms", per_unit(|m| 1e3 * m.server_cpu_s)));
     }
     let written =
         measured.filter(|m| m.storage_write_bytes > 0).map(|m| m.storage_write_bytes as f64 / 1024.0 / m.units as f64);
-    own.push(Measure::lower("storage KB written per unit", "KB", written));
+    own.push(Measure::cost("storage KB written per unit", "KB", written));
     if memory_limited {
-        own.push(Measure::lower("storage KB read per unit", "KB", per_unit(|m| m.storage_read_bytes as f64 / 1024.0)));
+        own.push(Measure::cost("storage KB read per unit", "KB", per_unit(|m| m.storage_read_bytes as f64 / 1024.0)));
     }
     own
 }

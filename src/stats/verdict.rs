@@ -61,25 +61,39 @@ pub enum Verdict {
 impl Verdict {
     /// The verdict in a word or two, for places that give the numbers beside it.
     pub fn word(&self) -> &'static str {
+        self.word_for(false)
+    }
+
+    /// The word for a measure that is a speed (slower/faster) or, with `cost`, an amount
+    /// spent (higher/lower: "bytes written per unit: faster" would read wrong).
+    pub fn word_for(&self, cost: bool) -> &'static str {
+        match (self, cost) {
+            (Verdict::Slower { .. }, false) => "slower",
+            (Verdict::Faster { .. }, false) => "faster",
+            (Verdict::Slower { .. }, true) => "higher",
+            (Verdict::Faster { .. }, true) => "lower",
+            (Verdict::NoSignificantDifference { .. }, _) => "no significant difference",
+        }
+    }
+
+    /// The verdict with its size and interval, worded for a speed or a cost.
+    pub fn text(&self, cost: bool) -> String {
         match self {
-            Verdict::Slower { .. } => "slower",
-            Verdict::Faster { .. } => "faster",
-            Verdict::NoSignificantDifference { .. } => "no significant difference",
+            Verdict::Slower { pct, ci_pct, confidence } | Verdict::Faster { pct, ci_pct, confidence } => format!(
+                "{} by {pct:.1}% [{} CI {:.1}%, {:.1}%]",
+                self.word_for(cost),
+                level(*confidence),
+                ci_pct.0,
+                ci_pct.1
+            ),
+            Verdict::NoSignificantDifference { reason } => format!("no significant difference ({reason})"),
         }
     }
 }
 
 impl std::fmt::Display for Verdict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Verdict::Slower { pct, ci_pct, confidence } => {
-                write!(f, "slower by {pct:.1}% [{} CI {:.1}%, {:.1}%]", level(*confidence), ci_pct.0, ci_pct.1)
-            }
-            Verdict::Faster { pct, ci_pct, confidence } => {
-                write!(f, "faster by {pct:.1}% [{} CI {:.1}%, {:.1}%]", level(*confidence), ci_pct.0, ci_pct.1)
-            }
-            Verdict::NoSignificantDifference { reason } => write!(f, "no significant difference ({reason})"),
-        }
+        f.write_str(&self.text(false))
     }
 }
 
@@ -152,6 +166,8 @@ mod tests {
         assert_eq!(v.to_string(), "faster by 20.0% [95% CI 18.0%, 22.0%]");
         let v = verdict(&est(1.394, (1.335, 1.455), 0.01), false, &Rules::default());
         assert_eq!(v.to_string(), "slower by 39.4% [95% CI 33.5%, 45.5%]");
+        assert_eq!(v.text(true), "higher by 39.4% [95% CI 33.5%, 45.5%]", "a cost went up");
+        assert_eq!(v.word_for(true), "higher");
         let near = verdict(&est(1.02, (1.005, 1.035), 0.01), false, &Rules::default());
         assert!(near.to_string().contains("within 1%"), "{near}");
     }

@@ -42,7 +42,13 @@ pub fn of(w: &WorkloadConfig, seed: u64, setting: Setting) -> Result<Vec<Measure
         .into_iter()
         .chain(own)
         .chain(machine)
-        .map(|m| Measure { workload: w.label(), name: m.name, unit: m.unit, higher_is_better: m.higher_is_better })
+        .map(|m| Measure {
+            workload: w.label(),
+            name: m.name,
+            unit: m.unit,
+            higher_is_better: m.higher_is_better,
+            cost: m.cost,
+        })
         .collect())
 }
 
@@ -86,6 +92,7 @@ pub fn suites(workloads: &[WorkloadConfig], seed: u64) -> Result<Vec<Suite>> {
                 name: format!("geometric mean of {}", declared.len()),
                 unit: if same_unit { first.unit.clone() } else { String::new() },
                 higher_is_better: first.higher_is_better,
+                cost: first.cost,
             },
             entry,
             members: declared.iter().map(|(l, m)| format!("{l} / {}", m.name)).collect(),

@@ -172,6 +172,7 @@ fn measure_reports(
                     verdict: verdict(&e, m.higher_is_better, rules),
                     estimate: e,
                     left_out: left_out(reference, a, &key),
+                    cost: m.cost,
                 };
                 match c {
                     Against::Baseline => report.comparisons.push(comparison),

@@ -116,18 +116,19 @@ impl Telemetry {
     pub fn measures(t: Option<&Self>, power: bool) -> Vec<crate::measure::Measure> {
         use crate::measure::Measure;
         let window = t.and_then(|t| t.window.as_ref());
-        let mut out = vec![Measure::lower("system CPU busy %", "%", window.map(|w| w.cpu_busy_pct))];
+        let mut out = vec![Measure::cost("system CPU busy %", "%", window.map(|w| w.cpu_busy_pct))];
         // Seed 000's CPU figure: the window's last minutes, where the run is at its peak.
         let tail = t.and_then(|t| t.peak_tail.as_ref());
-        out.push(Measure::lower("system CPU busy % at the end", "%", tail.map(|w| w.cpu_busy_pct)));
+        out.push(Measure::cost("system CPU busy % at the end", "%", tail.map(|w| w.cpu_busy_pct)));
         if power {
             let p = t.map(|t| &t.power);
-            out.push(Measure::lower("power", "W", p.and_then(|p| p.window_w)));
+            out.push(Measure::cost("power", "W", p.and_then(|p| p.window_w)));
             out.push(Measure {
                 name: "work per watt".into(),
                 unit: "per W".into(),
                 higher_is_better: true,
                 value: p.and_then(|p| p.per_watt),
+                cost: false,
             });
         }
         out
