@@ -16,6 +16,7 @@ pub mod file;
 mod live;
 pub mod measures;
 pub mod quick;
+mod redact;
 mod resume;
 mod summary;
 mod text;

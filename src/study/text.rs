@@ -1,5 +1,5 @@
-//! The study file's text: where its entries stand (so an error names the line), parser
-//! errors as one line, and the text as stored with key commands taken out.
+//! The study file's text: where its entries stand (so an error names the line), and parser
+//! errors as one line.
 
 use serde::Deserialize;
 
@@ -22,48 +22,6 @@ pub fn syntax_error(file: &dyn std::fmt::Display, text: &str, e: &toml::de::Erro
     let line = e.span().map_or(0, |_| text[..at].matches('\n').count() + 1);
     let msg: Vec<&str> = e.message().lines().map(str::trim).filter(|l| !l.is_empty()).collect();
     anyhow::anyhow!("{file} line {line}: {}", msg.join("; "))
-}
-
-/// The study file as stored and reported: key commands (`command = "..."`) replaced, since
-/// a command that fetches a key may carry a token or a path worth keeping private.
-pub fn redact_key_commands(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find("command") {
-        let (before, from) = rest.split_at(at + "command".len());
-        out.push_str(before);
-        let after_eq = from.trim_start().strip_prefix('=').map(str::trim_start);
-        let quote = after_eq.and_then(|a| a.chars().next()).filter(|q| *q == '"' || *q == '\'');
-        let (Some(value), Some(q)) = (after_eq, quote) else {
-            rest = from;
-            continue;
-        };
-        // Skip to the closing quote (a basic string may escape one with a backslash).
-        let body = &value[1..];
-        let mut end = None;
-        let mut escaped = false;
-        for (i, c) in body.char_indices() {
-            match c {
-                '\\' if q == '"' && !escaped => escaped = true,
-                c if c == q && !escaped => {
-                    end = Some(i);
-                    break;
-                }
-                _ => escaped = false,
-            }
-        }
-        let Some(end) = end else {
-            rest = from;
-            continue;
-        };
-        out.push_str(&from[..from.len() - value.len()]);
-        out.push(q);
-        out.push_str("(key command, not stored)");
-        out.push(q);
-        rest = &body[end + 1..];
-    }
-    out.push_str(rest);
-    out
 }
 
 /// Where the entries of a study file stand in its text, from the TOML parser's spans, so

@@ -1,8 +1,9 @@
 //! The study file (TOML): what to compare, on what, for how long, to what precision.
 //! Errors point at the file, line and key.
 
+pub use super::redact::redact_key_commands;
+pub use super::text::syntax_error;
 use super::text::Places;
-pub use super::text::{redact_key_commands, syntax_error};
 use crate::variants::VariantConfig;
 use crate::workloads::{Kind, Options, WorkloadSpec};
 use anyhow::{bail, Context as _, Result};
