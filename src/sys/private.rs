@@ -1,12 +1,13 @@
 //! Files only this user controls. A secret file (a key, a password) is read only when no
-//! one else may read it. Every such file is opened without blocking (a FIFO would hold
-//! `open` with Ctrl-C unheard) and checked on the opened descriptor, so what is checked is
-//! what is read.
+//! one else may read it; a lease is carried out only when no one else could have written it,
+//! since carrying one out deletes, unmounts and stops what it names. Every such file is
+//! opened without blocking (a FIFO would hold `open` with Ctrl-C unheard) and checked on
+//! the opened descriptor, so what is checked is what is read.
 
 use anyhow::{bail, Context, Result};
 use std::fs::{File, Metadata};
 use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 /// Reads a secret (key or password) from a regular file that only its owner may access;
@@ -25,8 +26,43 @@ pub fn read_secret_file(path: &Path) -> Result<String> {
     Ok(text.trim_end_matches(['\n', '\r']).to_string())
 }
 
-/// Opens `path` for reading without blocking; refuses anything but a regular file, the
-/// error ending in `fix`.
+/// Reads `what` at `path` only if this user alone could have written it: a regular file (a
+/// symlink is not followed) owned by the effective user and writable by no one else. `fix`
+/// ends the error.
+pub fn read_own_file(path: &Path, what: &str, fix: &str) -> Result<String> {
+    let (file, meta) = open_regular(path, what, false, fix)?;
+    if let Some(problem) = not_mine(&meta) {
+        bail!("{what} {} {problem}; {fix}", path.display());
+    }
+    read_all(file, path, what)
+}
+
+/// Creates `dir` (mode 0700, parents too) unless it exists, and checks it as [`check_own_dir`].
+pub fn own_dir(dir: &Path, what: &str, fix: &str) -> Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("cannot create the {what} {}; {fix}", dir.display()))?;
+    check_own_dir(dir, what, fix)
+}
+
+/// Checks that only this user may change what `dir` holds: a directory owned by the
+/// effective user that neither its group nor others may write. `fix` ends the error.
+pub fn check_own_dir(dir: &Path, what: &str, fix: &str) -> Result<()> {
+    let meta = std::fs::metadata(dir).with_context(|| format!("cannot read the {what} {}; {fix}", dir.display()))?;
+    let problem = match meta.is_dir() {
+        false => Some("is not a directory".into()),
+        true => not_mine(&meta),
+    };
+    match problem {
+        Some(p) => bail!("the {what} {} {p}; {fix}", dir.display()),
+        None => Ok(()),
+    }
+}
+
+/// Opens `path` for reading without blocking (and, unless `follow`, without following a
+/// symlink there); refuses anything but a regular file, the error ending in `fix`.
 fn open_regular(path: &Path, what: &str, follow: bool, fix: &str) -> Result<(File, Metadata)> {
     let flags = libc::O_NONBLOCK | if follow { 0 } else { libc::O_NOFOLLOW };
     let file = match std::fs::OpenOptions::new().read(true).custom_flags(flags).open(path) {
@@ -45,6 +81,21 @@ fn open_regular(path: &Path, what: &str, follow: bool, fix: &str) -> Result<(Fil
         _ => "a device",
     };
     bail!("{what} {} is {kind}, not a regular file; {fix}", path.display())
+}
+
+/// What makes a file another user's to change, if anything: another owner, or write
+/// access for its group or others.
+fn not_mine(meta: &Metadata) -> Option<String> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let mode = meta.mode() & 0o777;
+    if meta.uid() != me {
+        Some(format!("belongs to uid {}, not to this user (uid {me})", meta.uid()))
+    } else if mode & 0o022 != 0 {
+        Some(format!("is writable by other users (mode {mode:04o})"))
+    } else {
+        None
+    }
 }
 
 fn read_all(mut file: File, path: &Path, what: &str) -> Result<String> {
@@ -84,5 +135,32 @@ mod tests {
         assert!(e.contains(&fifo.display().to_string()) && e.contains("a FIFO, not a regular file"), "{e}");
         let e = read_secret_file(dir.path()).unwrap_err().to_string();
         assert!(e.contains("a directory, not a regular file"), "{e}");
+    }
+
+    #[test]
+    fn own_files_are_regular_mine_and_written_by_me_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("f");
+        std::fs::write(&f, "x").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(read_own_file(&f, "lease", "remove it").unwrap(), "x");
+        let link = dir.path().join("l");
+        std::os::unix::fs::symlink(&f, &link).unwrap();
+        assert!(read_own_file(&link, "lease", "remove it").unwrap_err().to_string().contains("symbolic link"));
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(read_own_file(&f, "lease", "remove it").unwrap_err().to_string().contains("writable by other users"));
+    }
+
+    #[test]
+    fn own_directories_are_made_private_and_shared_ones_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mine = dir.path().join("a/b");
+        let fix = "use a directory of your own";
+        own_dir(&mine, "lease directory", fix).unwrap();
+        assert_eq!(std::fs::metadata(&mine).unwrap().mode() & 0o777, 0o700);
+        std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let e = own_dir(&mine, "lease directory", fix).unwrap_err().to_string();
+        assert!(e.contains(&mine.display().to_string()) && e.contains("writable by other users (mode 0777)"), "{e}");
+        assert!(e.ends_with(fix), "{e}");
     }
 }
