@@ -28,6 +28,8 @@ pub fn syntax_error(file: &dyn std::fmt::Display, text: &str, e: &toml::de::Erro
 /// an error in the second `[[workloads]]` entry points at that entry's lines.
 pub(super) struct Places<'a> {
     text: &'a str,
+    /// The study's own `name`.
+    pub name: Option<std::ops::Range<usize>>,
     pub workloads: Vec<std::ops::Range<usize>>,
     pub variants: Vec<std::ops::Range<usize>>,
 }
@@ -37,6 +39,8 @@ impl<'a> Places<'a> {
         #[derive(Deserialize, Default)]
         struct Spans {
             #[serde(default)]
+            name: Option<toml::Spanned<toml::Value>>,
+            #[serde(default)]
             workload: Option<toml::Spanned<toml::Value>>,
             #[serde(default)]
             workloads: Vec<toml::Spanned<toml::Value>>,
@@ -45,7 +49,8 @@ impl<'a> Places<'a> {
         }
         let spans: Spans = toml::from_str(text).unwrap_or_default();
         let workloads = spans.workload.into_iter().chain(spans.workloads).map(|w| w.span()).collect();
-        Places { text, workloads, variants: spans.variants.iter().map(|v| v.span()).collect() }
+        let variants = spans.variants.iter().map(|v| v.span()).collect();
+        Places { text, name: spans.name.map(|n| n.span()), workloads, variants }
     }
 
     /// `line N: ` for the first line holding `needle` within `within` (the whole file when

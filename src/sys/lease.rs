@@ -217,7 +217,9 @@ fn sweep_pid(pid: u32) {
     }
     for path in newest_first(&dir, Some(pid)) {
         match read_lease(&path) {
-            Ok(Some(lease)) if lease.pid == pid => eprintln!("dbvs watchdog: {}", undo(&path, &lease)),
+            Ok(Some(lease)) if lease.pid == pid => {
+                eprintln!("dbvs watchdog: {}", super::names::printable(&undo(&path, &lease)))
+            }
             Ok(_) => {}
             Err(e) => eprintln!("dbvs watchdog: warning: {e}"),
         }

@@ -7,6 +7,7 @@ pub mod fscrypt;
 pub mod lease;
 pub mod lock;
 pub mod mounts;
+pub mod names;
 pub mod private;
 pub mod units;
 

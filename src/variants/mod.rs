@@ -404,6 +404,20 @@ mod tests {
     }
 
     #[test]
+    fn a_variant_name_stays_inside_the_storage_path_it_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ssd, work) = (dir.path().join("ssd"), dir.path().join("work"));
+        std::fs::create_dir_all(&ssd).unwrap();
+        std::fs::create_dir_all(&work).unwrap();
+        let v = parse(&format!("name = '../../../escape'\nstorage = {{ path = '{}' }}", ssd.display()));
+        let p = v.setup(&work).unwrap();
+        assert!(p.data_dir.starts_with(&ssd) && !dir.path().join("escape").exists(), "{}", p.data_dir.display());
+        let made: Vec<String> =
+            std::fs::read_dir(&ssd).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert_eq!(made, [format!("dbvs-{}-_________escape", std::process::id())]);
+    }
+
+    #[test]
     fn only_a_server_keeps_its_log_apart() {
         let v = parse("name = 'a'\nlog_storage = 'tmpfs'");
         let e = v.preflight(Engine::Sqlite).unwrap_err().to_string();

@@ -330,6 +330,25 @@ impl WorkloadConfig {
 }
 
 impl StudyFile {
+    /// Names become paths and terminal text (see `sys::names`): a study, variant or workload
+    /// label too long or with control characters is refused before anything shows it.
+    fn check_names(&self, places: &Places) -> Result<()> {
+        let refuse = |at: String, what: &str, name: &str| match crate::sys::names::problem(name) {
+            Some(p) => Err(anyhow::anyhow!("{at}the {what} {p}")),
+            None => Ok(()),
+        };
+        refuse(places.line(places.name.as_ref(), ""), "study name", &self.name)?;
+        for (i, v) in self.variants.iter().enumerate() {
+            refuse(places.line(places.variants.get(i), "name"), "variant name", &v.name)?;
+        }
+        for w in &self.workloads {
+            if let Some(label) = &w.label {
+                refuse(places.line(places.workloads.get(w.entry), "label"), "workload label", label)?;
+            }
+        }
+        Ok(())
+    }
+
     /// A study of one workload, for commands that drive runs like a study does (capacity).
     pub fn single(
         name: String,
@@ -398,6 +417,7 @@ impl StudyFile {
     }
 
     fn check(&self, places: &Places) -> Result<()> {
+        self.check_names(places)?;
         let at = |needle: &str| places.line(None, needle);
         for (k, v) in &self.target.settings {
             crate::targets::managed_pg::parse_setting(&format!("{k}={v}"))

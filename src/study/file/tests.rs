@@ -149,3 +149,22 @@ fn a_workload_s_memory_limit_and_a_variant_s_limits_on_one_process_are_refused()
         Ok(_) => assert!(!v2, "on cgroup v2 the run's memory group would take the process out of the cpu limit"),
     }
 }
+
+#[test]
+fn long_names_and_names_with_control_characters_are_refused_on_their_line() {
+    let long = "x".repeat(crate::sys::names::LONGEST + 1);
+    let line_of = |text: &str, l: &str| text.lines().position(|x| x == l).unwrap() + 1;
+    for (from, to, says) in [
+        ("name = \"t\"", format!("name = \"{long}\""), "the study name is 201 characters long; keep it to 200"),
+        ("name = \"enc\"", format!("name = \"{long}\""), "the variant name is 201 characters long"),
+        ("name = \"enc\"", "name = \"a\\u001b[2Jb\"".to_string(), "the variant name holds a control character"),
+        ("size = \"1MB\"", format!("size = \"1MB\"\nlabel = \"{long}\""), "the workload label is 201 characters"),
+    ] {
+        let text = GOOD.replace(from, &to);
+        let e = load(&text).unwrap_err().to_string();
+        let line = line_of(&text, to.lines().last().unwrap());
+        assert!(e.contains(&format!("line {line}: {says}")) && !e.contains(&long) && !e.contains('\u{1b}'), "{e}");
+    }
+    let at_limit = GOOD.replace("name = \"enc\"", &format!("name = \"{}\"", "x".repeat(200)));
+    assert!(load(&at_limit).is_ok());
+}
