@@ -1,5 +1,5 @@
 //! The study file's text: where its entries stand (so an error names the line), and parser
-//! errors as one line.
+//! errors as one line (with the key meant, when a misspelt one is close to it).
 
 use serde::Deserialize;
 
@@ -21,7 +21,40 @@ pub fn syntax_error(file: &dyn std::fmt::Display, text: &str, e: &toml::de::Erro
         .unwrap_or(span.start);
     let line = e.span().map_or(0, |_| text[..at].matches('\n').count() + 1);
     let msg: Vec<&str> = e.message().lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-    anyhow::anyhow!("{file} line {line}: {}", msg.join("; "))
+    let hint = unknown.map_or(String::new(), |key| did_you_mean(text, span.start, key, e.message()));
+    anyhow::anyhow!("{file} line {line}: {}{hint}", msg.join("; "))
+}
+
+/// `; did you mean `k`?` when a key close to the unknown `key` (in the entry at `at`) is
+/// one the entry takes. In a workload entry serde lists the workload's own options only (the
+/// keys every workload takes are read first), beside a variant's `kind` the kind's own keys
+/// only: the keys every such entry takes are candidates too.
+fn did_you_mean(text: &str, at: usize, key: &str, message: &str) -> String {
+    let places = Places::of(text);
+    let within = |entries: &[std::ops::Range<usize>]| entries.iter().any(|w| w.contains(&at));
+    let common = match () {
+        _ if within(&places.workloads) => super::file::WorkloadConfig::common_keys(),
+        _ if within(&places.variants) => crate::variants::STACK_KEYS.map(String::from).to_vec(),
+        _ => vec![],
+    };
+    let meant = closest(key, expected(message).chain(common.iter().map(String::as_str)));
+    meant.map_or(String::new(), |k| format!("; did you mean `{k}`?"))
+}
+
+/// The fields a serde unknown-field message lists as expected (the backquoted words after
+/// the unknown one: "unknown field `a`, expected one of `b`, `c`").
+fn expected(message: &str) -> impl Iterator<Item = &str> {
+    message.split('`').skip(1).step_by(2).skip(1)
+}
+
+/// The candidate closest to `key`, if it is close enough to be what was meant: at most a
+/// third of its letters differ (a letter missing, extra, wrong or two swapped count one).
+fn closest<'a>(key: &str, candidates: impl Iterator<Item = &'a str>) -> Option<String> {
+    candidates
+        .map(|c| (strsim::damerau_levenshtein(key, c), c))
+        .filter(|(d, c)| 3 * d <= key.chars().count().max(c.chars().count()))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c.to_string())
 }
 
 /// Where the entries of a study file stand in its text, from the TOML parser's spans, so

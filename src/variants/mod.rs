@@ -16,6 +16,7 @@ mod limits;
 mod mariadb_tde;
 mod sqlcipher;
 mod stack;
+pub use stack::STACK_KEYS;
 mod storage;
 
 use crate::sys::lease::Lease;

@@ -323,6 +323,16 @@ fn optional_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>
 }
 
 impl WorkloadConfig {
+    /// The keys every workload entry takes beside its own options, for a "did you mean"
+    /// (see `text::syntax_error`): read off the struct itself, as a workload without options
+    /// of its own writes them.
+    pub(crate) fn common_keys() -> Vec<String> {
+        let plain: Option<WorkloadConfig> = toml::from_str("name = \"tpcb\"").ok();
+        let json = plain.and_then(|w| serde_json::to_value(w).ok());
+        let keys = json.as_ref().and_then(|j| j.as_object()).map(|o| o.keys().filter(|k| *k != "name").cloned());
+        keys.map(Iterator::collect).unwrap_or_default()
+    }
+
     /// `memory` in bytes.
     pub fn memory_bytes(&self) -> Result<Option<u64>> {
         self.memory.as_deref().map(|m| crate::sys::units::parse_bytes(m).map_err(anyhow::Error::msg)).transpose()

@@ -168,3 +168,21 @@ fn long_names_and_names_with_control_characters_are_refused_on_their_line() {
     let at_limit = GOOD.replace("name = \"enc\"", &format!("name = \"{}\"", "x".repeat(200)));
     assert!(load(&at_limit).is_ok());
 }
+
+#[test]
+fn a_misspelt_key_gets_the_key_meant() {
+    for (from, to, meant) in [
+        ("duration = \"2s\"", "duration = \"2s\"\nthread = 4", "`threads`"),
+        ("name = \"ds2\"", "name = \"tpcb\"\nthraeds = 4", "`threads`"),
+        ("pct_newcustomers = 5", "pct_newcustomer = 5", "`pct_newcustomers`"),
+        ("budget = \"2m\"", "bugdet = \"2m\"", "`budget`"),
+        ("kind = \"sqlcipher\"", "kind = \"sqlcipher\"\nhmca = true", "`hmac`"),
+        ("kind = \"sqlcipher\"", "kind = \"sqlcipher\"\nstorge = \"tmpfs\"", "`storage`"),
+    ] {
+        let e = load(&GOOD.replace(from, to)).unwrap_err().to_string();
+        assert!(e.ends_with(&format!("; did you mean {meant}?")) && !e.contains('\n'), "{to}: {e}");
+    }
+    let e = load(&GOOD.replace("duration = \"2s\"", "duration = \"2s\"\ncolour = 1")).unwrap_err().to_string();
+    assert!(e.contains("unknown field `colour`") && !e.contains("did you mean"), "{e}");
+    assert!(WorkloadConfig::common_keys().contains(&"threads".to_string()));
+}
