@@ -55,8 +55,13 @@ pub fn check_own_dir(dir: &Path, what: &str, fix: &str) -> Result<()> {
         false => Some("is not a directory".into()),
         true => not_mine(&meta),
     };
+    let shown = dir.display();
     match problem {
-        Some(p) => bail!("the {what} {} {p}; {fix}", dir.display()),
+        // A directory of the user's that others may write: taking their access away does.
+        Some(p) if meta.is_dir() && meta.uid() == euid() => {
+            bail!("the {what} {shown} {p}; run: chmod go-w {shown}, or {fix}")
+        }
+        Some(p) => bail!("the {what} {shown} {p}; {fix}"),
         None => Ok(()),
     }
 }
@@ -86,8 +91,7 @@ fn open_regular(path: &Path, what: &str, follow: bool, fix: &str) -> Result<(Fil
 /// What makes a file another user's to change, if anything: another owner, or write
 /// access for its group or others.
 fn not_mine(meta: &Metadata) -> Option<String> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
+    let me = euid();
     let mode = meta.mode() & 0o777;
     if meta.uid() != me {
         Some(format!("belongs to uid {}, not to this user (uid {me})", meta.uid()))
@@ -96,6 +100,11 @@ fn not_mine(meta: &Metadata) -> Option<String> {
     } else {
         None
     }
+}
+
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
 }
 
 fn read_all(mut file: File, path: &Path, what: &str) -> Result<String> {
@@ -161,6 +170,6 @@ mod tests {
         std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o1777)).unwrap();
         let e = own_dir(&mine, "lease directory", fix).unwrap_err().to_string();
         assert!(e.contains(&mine.display().to_string()) && e.contains("writable by other users (mode 0777)"), "{e}");
-        assert!(e.ends_with(fix), "{e}");
+        assert!(e.ends_with(&format!("; run: chmod go-w {}, or {fix}", mine.display())), "{e}");
     }
 }
