@@ -45,6 +45,32 @@ fn bad_input_gets_one_clear_line() {
     assert!(files_in(dir.path()).is_empty(), "failed commands left files: {:?}", files_in(dir.path()));
 }
 
+/// A FIFO given as the key file is refused at once: opening it to read would wait for a
+/// writer, with Ctrl-C unheard.
+#[test]
+fn a_fifo_as_the_key_file_fails_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("key");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo reads the NUL-terminated path we pass.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let t = target(dir.path(), "x.db");
+    let args = ["run", "--target", &t, "--key-file", fifo.to_str().unwrap()];
+    let mut child = command().args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(30) {
+            child.kill().unwrap();
+            panic!("dbvs run hangs on a FIFO key file");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert!(!o.status.success() && err.trim_end().lines().count() == 1, "{err}");
+    assert!(err.contains(fifo.to_str().unwrap()) && err.contains("a FIFO, not a regular file"), "{err}");
+}
+
 /// A results store that cannot take runs fails the run before it measures, naming the
 /// store and the fix.
 #[test]

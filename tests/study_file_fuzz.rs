@@ -147,3 +147,105 @@ fn every_shipped_study_and_capacity_file_loads() {
         }
     }
 }
+
+/// A study whose second variant takes its key from a command, the variants written as
+/// `[[variants]]` tables (`{variants}` is replaced by the two) or as one inline array.
+const KEY_STUDY: &str = "name = \"keys\"\nbudget = \"2m\"\n{array}\n[workload]\nname = \"ds2\"\nsize = \"1MB\"\n\
+                         duration = \"2s\"\n{tables}\n";
+
+/// The secret key command as one of TOML's string spellings, the one `pick` chooses where
+/// the secret can be written so.
+fn toml_string(secret: &str, pick: usize) -> String {
+    let basic = |multi: bool| {
+        let mut out = String::new();
+        for c in secret.chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '"' => out.push_str("\\\""),
+                '\n' if multi => out.push('\n'),
+                '\n' => out.push_str("\\n"),
+                '\t' => out.push_str("\\t"),
+                c => out.push(c),
+            }
+        }
+        out
+    };
+    let literal_ok = !secret.contains('\'');
+    match pick % 4 {
+        1 if literal_ok && !secret.contains('\n') => format!("'{secret}'"),
+        2 => format!("\"\"\"\n{}\"\"\"", basic(true)),
+        3 if literal_ok => format!("'''{secret}'''"),
+        _ => format!("\"{}\"", basic(false)),
+    }
+}
+
+/// A variant's entries that give it a key command `s`, each spelling as the lines of its
+/// `[[variants]]` table or (joined with commas) as its inline table.
+fn inline_spellings(s: &str) -> Vec<Vec<String>> {
+    let sqlcipher = "kind = \"sqlcipher\"".to_string();
+    vec![
+        vec![sqlcipher.clone(), format!("key = {{ command = {s} }}")],
+        vec![sqlcipher.clone(), format!("key={{\"command\"={s}}}")],
+        vec![sqlcipher.clone(), format!("\"key\" = {{ 'command' = {s} }}")],
+        vec![sqlcipher.clone(), format!("key.command = {s}")],
+        vec![sqlcipher, format!("\"key\" . \"command\" = {s}")],
+        vec![format!("encryption = {{ layer = \"sqlcipher\", key = {{ command = {s} }} }}")],
+        vec![format!("encryption = {{ layer = 'sqlcipher', \"key\".command = {s} }}")],
+        vec!["encryption.layer = \"sqlcipher\"".into(), format!("encryption.key.command = {s}")],
+    ]
+}
+
+/// Spellings only a `[[variants]]` table has: sub-table headers.
+fn header_spellings(s: &str) -> Vec<String> {
+    vec![
+        format!("kind = \"sqlcipher\"\n[variants.key]\ncommand = {s}"),
+        format!("kind = \"sqlcipher\"\n[ variants . \"key\" ] # the key\n'command' = {s} # from the vault"),
+        format!("[variants.encryption]\nlayer = \"sqlcipher\"\nkey = {{ command = {s} }}"),
+        format!("[variants.encryption]\nlayer = \"sqlcipher\"\n[variants.encryption.key]\n\"command\" = {s}"),
+        format!("[variants.encryption]\nlayer = \"sqlcipher\"\nkey.command = {s}"),
+    ]
+}
+
+/// The study with the key command spelt as `pick` chooses.
+fn key_study(s: &str, pick: usize, rng: &mut impl Rng) -> String {
+    let inline = inline_spellings(s);
+    let headers = header_spellings(s);
+    let comment = if rng.random_bool(0.5) { "  # a comment\n" } else { "" };
+    let (array, tables) = match pick % (2 * inline.len() + headers.len()) {
+        i if i < inline.len() => {
+            let entries = inline[i].join(", ");
+            (format!("variants = [{{ name = \"plain\" }}, {{ name = \"enc\", {entries} }}]{comment}"), String::new())
+        }
+        i if i < 2 * inline.len() => (String::new(), inline[i - inline.len()].join(&format!("\n{comment}"))),
+        i => (String::new(), headers[i - 2 * inline.len()].clone()),
+    };
+    let tables = match array.is_empty() {
+        true => format!("[[variants]]\nname = \"plain\"\n{comment}[[variants]]\nname = \"enc\"\n{tables}"),
+        false => tables,
+    };
+    KEY_STUDY.replace("{array}", &array).replace("{tables}", &tables)
+}
+
+#[test]
+fn no_spelling_of_a_key_command_reaches_the_stored_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("keys.toml");
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(41);
+    const NOISE: &[char] = &['"', '\'', '\\', '#', ' ', '=', '{', '}', '[', ']', ',', '.', '\t', '\n', 'é', '$'];
+    for case in 0..800 {
+        // Letters past `f`: never the run of hex digits a key command may not hold.
+        let token: String = (0..16).map(|_| rng.random_range(b'g'..=b'z') as char).collect();
+        let noise: String = (0..rng.random_range(0..8)).map(|_| NOISE[rng.random_range(0..NOISE.len())]).collect();
+        let secret = format!("vault read -passphrase {token}{noise}");
+        let value = toml_string(&secret, rng.random_range(0..4));
+        let text = key_study(&value, rng.random_range(0..100), &mut rng);
+        std::fs::write(&path, &text).unwrap();
+        let (file, stored) = StudyFile::load(&path, false).unwrap_or_else(|e| panic!("case {case}: {e:#}\n{text}"));
+        // The loader reads the spelling as the key command...
+        let read = serde_json::to_string(&file.variants).unwrap();
+        assert!(read.contains(&token), "case {case}: not read as a key command:\n{text}");
+        // ...and what is stored holds none of it.
+        assert!(!stored.contains(&token), "case {case}: the key command is stored:\n{stored}");
+        assert!(stored.contains("(key command, not stored)") && stored.contains("name = \"enc\""), "{stored}");
+    }
+}

@@ -151,6 +151,14 @@ impl CapacityFile {
     }
 
     fn check(&self) -> Result<()> {
+        // Names become paths and terminal text, as in a study file.
+        let names = std::iter::once(("capacity search", &self.name))
+            .chain(self.configurations.iter().map(|c| ("configuration", &c.name)));
+        for (what, name) in names {
+            if let Some(p) = crate::sys::names::problem(name) {
+                bail!("the {what} name {p}");
+            }
+        }
         let throughput = crate::workloads::throughput_names();
         if !throughput.contains(&self.workload.name()) {
             bail!("capacity needs a throughput workload ({}), not '{}'", throughput.join(", "), self.workload.name());
@@ -371,7 +379,7 @@ pub fn judge(record: &RunRecord, sla: &Sla, n: u32) -> Probe {
 
 /// Where the capacity search writes.
 pub fn out_dir(file: &CapacityFile, out: Option<PathBuf>) -> PathBuf {
-    out.unwrap_or_else(|| PathBuf::from(format!("results/{}-capacity", file.name)))
+    out.unwrap_or_else(|| PathBuf::from(format!("results/{}-capacity", crate::sys::names::slug(&file.name))))
 }
 
 /// Runs the search for every configuration; each is set up, searched and torn down in turn.
@@ -457,6 +465,14 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn a_capacity_search_name_is_one_component_of_its_output_directory() {
+        let text = std::fs::read_to_string("studies/seed-004.toml").unwrap();
+        let file: CapacityFile = toml::from_str(&text).unwrap();
+        let out = out_dir(&CapacityFile { name: "../../etc/x".into(), ..file }, None);
+        assert_eq!(out, Path::new("results/______etc_x-capacity"));
+    }
 
     #[test]
     fn the_search_steps_up_then_bisects() {

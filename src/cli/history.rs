@@ -4,9 +4,10 @@
 //! means the same way: on a VM whose speed drifts between days the means may move while
 //! the ratios, the product, hold.
 
-use super::results::{open, table};
+use super::results::{open, row, table};
 use crate::report::{Comparison, MeasureReport, StudyReport};
 use crate::stats::{mean_shift, ratio_shift, Shift, Summary};
+use crate::sys::names::printable;
 use anyhow::{Context, Result};
 use std::process::ExitCode;
 
@@ -102,8 +103,8 @@ fn mean_rows(a: &StudyReport, b: &StudyReport, confidence: f64) -> Vec<Vec<Strin
 pub fn compare_studies(id_a: i64, id_b: i64, fail_if_moved: bool) -> Result<ExitCode> {
     let (a, b) = (load(id_a)?, load(id_b)?);
     let confidence = a.rules.confidence;
-    println!("A: {}", study_line(&a));
-    println!("B: {}", study_line(&b));
+    println!("A: {}", printable(&study_line(&a)));
+    println!("B: {}", printable(&study_line(&b)));
     if a.sut.study_file != b.sut.study_file {
         println!("note: the two study files differ; the rows below compare what both measured");
     }
@@ -111,15 +112,15 @@ pub fn compare_studies(id_a: i64, id_b: i64, fail_if_moved: bool) -> Result<Exit
     let (rows, moved, missing) = ratio_rows(&a, &b, confidence);
     let mut t = table(&["measure", "comparison", "A ratio [CI]", "B ratio [CI]", &format!("B vs A [{level} CI]"), ""]);
     for r in rows {
-        t.add_row(r);
+        t.add_row(row(r));
     }
     println!("{t}");
     for m in &missing {
-        println!("only in study {id_a}: {m}");
+        println!("only in study {id_a}: {}", printable(m));
     }
     let mut t = table(&["measure", "variant", "A mean", "B mean", &format!("B vs A [{level} CI]"), ""]);
     for r in mean_rows(&a, &b, confidence) {
-        t.add_row(r);
+        t.add_row(row(r));
     }
     println!("{t}");
     println!(

@@ -12,6 +12,7 @@ mod study;
 
 use crate::interrupt::Interrupted;
 use crate::run::DbSpec;
+use crate::sys::names::printable;
 use crate::targets::{self, sqlite};
 use crate::workloads::{self, Options, WorkloadSpec};
 use anyhow::Result;
@@ -216,7 +217,7 @@ pub fn main() -> ExitCode {
         // What killed dbvs processes left mounted, keyed or running goes before anything starts.
         _ => {
             for line in crate::sys::lease::sweep() {
-                eprintln!("{line}");
+                eprintln!("{}", printable(&line));
             }
         }
     }
@@ -243,7 +244,7 @@ pub fn main() -> ExitCode {
             eprintln!("interrupted: stopped and cleaned up");
             return ExitCode::from(130);
         }
-        eprintln!("error: {}", one_line(&format!("{e:#}")));
+        eprintln!("error: {}", printable(&one_line(&format!("{e:#}"))));
         ExitCode::FAILURE
     })
 }
@@ -256,7 +257,7 @@ fn cleanup() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     for line in &done {
-        println!("{line}");
+        println!("{}", printable(line));
     }
     if done.iter().all(|l| l.starts_with("cleaned up")) {
         ExitCode::SUCCESS

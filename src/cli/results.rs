@@ -6,6 +6,7 @@ use crate::record::RunRecord;
 use crate::report::{Format, StudyReport};
 use crate::status::{Status, VariantStatus};
 use crate::store::{self, Store};
+use crate::sys::names::printable;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
@@ -61,13 +62,18 @@ pub(super) fn table(header: &[&str]) -> Table {
     t
 }
 
+/// A table row whose cells (names and causes from the store) print safely on a terminal.
+pub(super) fn row(cells: Vec<String>) -> Vec<String> {
+    cells.iter().map(|c| printable(c)).collect()
+}
+
 pub fn results(cmd: ResultsCommand) -> Result<ExitCode> {
     let s = open()?;
     match cmd {
         ResultsCommand::List { runs: false } => {
             let mut t = table(&["study", "name", "started", "status", "runs"]);
             for r in s.studies()? {
-                t.add_row(vec![r.id.to_string(), r.name, r.started_at, r.status.to_string(), r.runs.to_string()]);
+                t.add_row(row(vec![r.id.to_string(), r.name, r.started_at, r.status.to_string(), r.runs.to_string()]));
             }
             println!("{t}");
         }
@@ -76,7 +82,7 @@ pub fn results(cmd: ResultsCommand) -> Result<ExitCode> {
             for r in s.recent_runs(50)? {
                 let opt = |x: Option<i64>| x.map_or(String::new(), |v| v.to_string());
                 let headline = headline_text(&r);
-                t.add_row(vec![
+                t.add_row(row(vec![
                     r.id.to_string(),
                     opt(r.study_id),
                     opt(r.block.map(|b| b + 1)),
@@ -85,47 +91,44 @@ pub fn results(cmd: ResultsCommand) -> Result<ExitCode> {
                     r.status.to_string(),
                     headline,
                     r.finished_at,
-                ]);
+                ]));
             }
             println!("{t}");
         }
         ResultsCommand::Show { id } => {
-            let (row, report) = s.study(id)?;
+            let (study, report) = s.study(id)?;
             println!(
                 "study {} '{}': {} (started {}, finished {})",
-                row.id,
-                row.name,
-                row.status,
-                row.started_at,
-                row.finished_at.unwrap_or_default()
+                study.id,
+                printable(&study.name),
+                study.status,
+                study.started_at,
+                study.finished_at.unwrap_or_default()
             );
-            if let Some(c) = row.cause {
-                println!("cause: {c}");
+            if let Some(c) = study.cause {
+                println!("cause: {}", printable(&c));
             }
             if let Some(r) = report.as_deref().map(serde_json::from_str::<StudyReport>).transpose()? {
                 println!("stopped: {}", r.stop_reason);
                 for v in &r.variants {
-                    println!(
-                        "  {:<12} {}",
-                        v.info.name,
-                        if v.status == VariantStatus::Ran {
-                            crate::report::verdict_text(&r, &v.info.name)
-                        } else {
-                            format!("{}: {}", v.status, v.reason.clone().unwrap_or_default())
-                        }
-                    );
+                    let what = if v.status == VariantStatus::Ran {
+                        crate::report::verdict_text(&r, &v.info.name)
+                    } else {
+                        format!("{}: {}", v.status, v.reason.clone().unwrap_or_default())
+                    };
+                    println!("  {:<12} {}", printable(&v.info.name), printable(&what));
                 }
             }
             let mut t = table(&["run", "block", "variant", "status", "headline", "cause"]);
             for r in s.runs_of(id)? {
-                t.add_row(vec![
+                t.add_row(row(vec![
                     r.id.to_string(),
                     r.block.map_or(String::new(), |b| (b + 1).to_string()),
                     r.variant.clone().unwrap_or_default(),
                     r.status.to_string(),
                     headline_text(&r),
                     r.cause.unwrap_or_default(),
-                ]);
+                ]));
             }
             println!("{t}");
         }
@@ -225,7 +228,7 @@ pub fn compare(args: CompareArgs) -> Result<ExitCode> {
             (Some(x), Some(y)) if x != 0.0 => format!("{:+.1}%", 100.0 * (y / x - 1.0)),
             _ => String::new(),
         };
-        t.add_row(vec![name, f(x), f(y), change]);
+        t.add_row(row(vec![name, f(x), f(y), change]));
     }
     println!("{t}");
     println!("Two single runs carry no confidence interval; run a study for a verdict.");

@@ -10,6 +10,7 @@ use crate::report::CanaryResult;
 use crate::run::board::Board;
 use crate::run::start::SharedTurns;
 use crate::run::{DbSpec, LimitScope, Limits, LiveFile, PacingSpec, RunSpec, Side, TelemetrySpec};
+use crate::sys::names::slug;
 use crate::targets::Engine;
 use crate::variants::{Prepared, VariantConfig};
 use anyhow::{bail, Context as _, Result};
@@ -34,11 +35,6 @@ const STANDALONE_DIR: &str = "standalone";
 /// Whether `w` runs without a database (fileio, cipher).
 fn standalone(w: &WorkloadConfig) -> bool {
     w.kind().is_ok_and(|k| k.as_driven().is_none())
-}
-
-/// A file name for text such as a workload label.
-fn slug(s: &str) -> String {
-    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
 }
 
 /// The SQLite file of a workload's build, named by its build identity: workloads sharing a

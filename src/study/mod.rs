@@ -16,6 +16,7 @@ pub mod file;
 mod live;
 pub mod measures;
 pub mod quick;
+mod redact;
 mod resume;
 mod summary;
 mod text;
@@ -28,6 +29,7 @@ use crate::report::CanaryResult;
 use crate::report::{self, RunRow, StudyReport};
 use crate::status::Status;
 use crate::store::{Placement, Store};
+use crate::sys::names::slug;
 use crate::variants::{Prepared, VariantConfig};
 use anyhow::{bail, Context, Result};
 use file::StudyFile;
@@ -104,7 +106,7 @@ fn run_blocks(
     report_only: Option<&crate::store::StudyRow>,
 ) -> Result<Outcome> {
     let budget = opts.budget.unwrap_or(study.budget);
-    let out_dir = opts.out.unwrap_or_else(|| PathBuf::from(format!("results/{}-{id}", study.name)));
+    let out_dir = opts.out.unwrap_or_else(|| default_out(&study.name, id));
     for sub in ["runs", "logs"] {
         std::fs::create_dir_all(out_dir.join(sub))
             .with_context(|| format!("cannot create {}; choose a writable --out", out_dir.display()))?;
@@ -589,12 +591,24 @@ fn next_block_time(block_times: &[f64]) -> f64 {
     later.iter().sum::<f64>() / later.len().max(1) as f64
 }
 
+/// `results/<study name>-<id>`, the name made one path component: `../` in it stays there.
+fn default_out(name: &str, id: i64) -> PathBuf {
+    PathBuf::from(format!("results/{}-{id}", slug(name)))
+}
+
 fn now() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_study_name_is_one_component_of_its_output_directory() {
+        let out = super::default_out("../../../tmp/x", 7);
+        assert_eq!(out, std::path::Path::new("results/_________tmp_x-7"));
+        assert_eq!(out.components().count(), 2, "{}", out.display());
+    }
+
     #[test]
     fn the_next_block_is_expected_to_take_what_the_blocks_after_the_first_took() {
         assert_eq!(super::next_block_time(&[]), 0.0);

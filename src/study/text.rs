@@ -1,5 +1,5 @@
-//! The study file's text: where its entries stand (so an error names the line), parser
-//! errors as one line, and the text as stored with key commands taken out.
+//! The study file's text: where its entries stand (so an error names the line), and parser
+//! errors as one line (with the key meant, when a misspelt one is close to it).
 
 use serde::Deserialize;
 
@@ -21,55 +21,48 @@ pub fn syntax_error(file: &dyn std::fmt::Display, text: &str, e: &toml::de::Erro
         .unwrap_or(span.start);
     let line = e.span().map_or(0, |_| text[..at].matches('\n').count() + 1);
     let msg: Vec<&str> = e.message().lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-    anyhow::anyhow!("{file} line {line}: {}", msg.join("; "))
+    let hint = unknown.map_or(String::new(), |key| did_you_mean(text, span.start, key, e.message()));
+    anyhow::anyhow!("{file} line {line}: {}{hint}", msg.join("; "))
 }
 
-/// The study file as stored and reported: key commands (`command = "..."`) replaced, since
-/// a command that fetches a key may carry a token or a path worth keeping private.
-pub fn redact_key_commands(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find("command") {
-        let (before, from) = rest.split_at(at + "command".len());
-        out.push_str(before);
-        let after_eq = from.trim_start().strip_prefix('=').map(str::trim_start);
-        let quote = after_eq.and_then(|a| a.chars().next()).filter(|q| *q == '"' || *q == '\'');
-        let (Some(value), Some(q)) = (after_eq, quote) else {
-            rest = from;
-            continue;
-        };
-        // Skip to the closing quote (a basic string may escape one with a backslash).
-        let body = &value[1..];
-        let mut end = None;
-        let mut escaped = false;
-        for (i, c) in body.char_indices() {
-            match c {
-                '\\' if q == '"' && !escaped => escaped = true,
-                c if c == q && !escaped => {
-                    end = Some(i);
-                    break;
-                }
-                _ => escaped = false,
-            }
-        }
-        let Some(end) = end else {
-            rest = from;
-            continue;
-        };
-        out.push_str(&from[..from.len() - value.len()]);
-        out.push(q);
-        out.push_str("(key command, not stored)");
-        out.push(q);
-        rest = &body[end + 1..];
-    }
-    out.push_str(rest);
-    out
+/// `; did you mean `k`?` when a key close to the unknown `key` (in the entry at `at`) is
+/// one the entry takes. In a workload entry serde lists the workload's own options only (the
+/// keys every workload takes are read first), beside a variant's `kind` the kind's own keys
+/// only: the keys every such entry takes are candidates too.
+fn did_you_mean(text: &str, at: usize, key: &str, message: &str) -> String {
+    let places = Places::of(text);
+    let within = |entries: &[std::ops::Range<usize>]| entries.iter().any(|w| w.contains(&at));
+    let common = match () {
+        _ if within(&places.workloads) => super::file::WorkloadConfig::common_keys(),
+        _ if within(&places.variants) => crate::variants::STACK_KEYS.map(String::from).to_vec(),
+        _ => vec![],
+    };
+    let meant = closest(key, expected(message).chain(common.iter().map(String::as_str)));
+    meant.map_or(String::new(), |k| format!("; did you mean `{k}`?"))
+}
+
+/// The fields a serde unknown-field message lists as expected (the backquoted words after
+/// the unknown one: "unknown field `a`, expected one of `b`, `c`").
+fn expected(message: &str) -> impl Iterator<Item = &str> {
+    message.split('`').skip(1).step_by(2).skip(1)
+}
+
+/// The candidate closest to `key`, if it is close enough to be what was meant: at most a
+/// third of its letters differ (a letter missing, extra, wrong or two swapped count one).
+fn closest<'a>(key: &str, candidates: impl Iterator<Item = &'a str>) -> Option<String> {
+    candidates
+        .map(|c| (strsim::damerau_levenshtein(key, c), c))
+        .filter(|(d, c)| 3 * d <= key.chars().count().max(c.chars().count()))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c.to_string())
 }
 
 /// Where the entries of a study file stand in its text, from the TOML parser's spans, so
 /// an error in the second `[[workloads]]` entry points at that entry's lines.
 pub(super) struct Places<'a> {
     text: &'a str,
+    /// The study's own `name`.
+    pub name: Option<std::ops::Range<usize>>,
     pub workloads: Vec<std::ops::Range<usize>>,
     pub variants: Vec<std::ops::Range<usize>>,
 }
@@ -79,6 +72,8 @@ impl<'a> Places<'a> {
         #[derive(Deserialize, Default)]
         struct Spans {
             #[serde(default)]
+            name: Option<toml::Spanned<toml::Value>>,
+            #[serde(default)]
             workload: Option<toml::Spanned<toml::Value>>,
             #[serde(default)]
             workloads: Vec<toml::Spanned<toml::Value>>,
@@ -87,7 +82,8 @@ impl<'a> Places<'a> {
         }
         let spans: Spans = toml::from_str(text).unwrap_or_default();
         let workloads = spans.workload.into_iter().chain(spans.workloads).map(|w| w.span()).collect();
-        Places { text, workloads, variants: spans.variants.iter().map(|v| v.span()).collect() }
+        let variants = spans.variants.iter().map(|v| v.span()).collect();
+        Places { text, name: spans.name.map(|n| n.span()), workloads, variants }
     }
 
     /// `line N: ` for the first line holding `needle` within `within` (the whole file when

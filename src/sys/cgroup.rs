@@ -70,8 +70,10 @@ impl Group {
         for p in &parents {
             sweep(p);
         }
-        let dirs: Vec<PathBuf> =
-            parents.iter().map(|p| p.join(format!("dbvs-{}-{name}", std::process::id()))).collect();
+        let dirs: Vec<PathBuf> = parents
+            .iter()
+            .map(|p| p.join(format!("dbvs-{}-{}", std::process::id(), super::names::slug(name))))
+            .collect();
         let group = Group { version, dirs };
         for d in &group.dirs {
             std::fs::create_dir(d).with_context(|| format!("cannot create control group {}", d.display()))?;

@@ -4,6 +4,11 @@
 //! process is gone is carried out by that process's watchdog at once (SIGKILL included:
 //! the watchdog sees its pipe from the dead process close), or by the next dbvs command,
 //! or by `dbvs cleanup`.
+//!
+//! Carrying a lease out deletes, unmounts and stops what it names, as whoever runs dbvs
+//! (often root), so only leases no other user could have written are carried out: the
+//! directory must be the user's alone, and each lease file a regular file of the user's
+//! that no one else may write (see `super::private`).
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -65,6 +70,9 @@ pub fn dir() -> PathBuf {
     std::env::var_os("DBVS_LEASES").map_or_else(|| super::data_home().join("leases"), PathBuf::from)
 }
 
+/// How an error about the lease directory ends.
+const DIR_FIX: &str = "set DBVS_LEASES to a directory only you can write";
+
 use super::process_start_time as start_time;
 
 fn alive(pid: u32, started: u64) -> bool {
@@ -90,7 +98,7 @@ impl Lease {
 
     fn in_dir(dir: &Path, what: &str) -> Result<Self> {
         let pid = std::process::id();
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create the lease directory {}", dir.display()))?;
+        super::private::own_dir(dir, "lease directory", DIR_FIX)?;
         let path = dir.join(format!("{pid}-{}.json", NEXT.fetch_add(1, Ordering::Relaxed)));
         let file = LeaseFile { pid, started: start_time(pid).unwrap_or(0), what: what.into(), steps: vec![] };
         let lease = Lease { path, file };
@@ -138,10 +146,23 @@ impl Lease {
         Ok(path)
     }
 
+    /// Writes the lease (0600) beside its place, then moves it there whole.
     fn save(&self) -> Result<()> {
+        use std::io::Write;
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
         let tmp = self.path.with_extension("tmp");
-        std::fs::write(&tmp, serde_json::to_vec_pretty(&self.file)?)
-            .with_context(|| format!("cannot write lease {}", tmp.display()))?;
+        let write = || -> std::io::Result<()> {
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&tmp)?;
+            f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+            f.write_all(&serde_json::to_vec_pretty(&self.file)?)
+        };
+        write().with_context(|| format!("cannot write lease {}", tmp.display()))?;
         std::fs::rename(&tmp, &self.path).with_context(|| format!("cannot write lease {}", self.path.display()))
     }
 }
@@ -161,6 +182,12 @@ pub fn sweep() -> Vec<String> {
 }
 
 fn sweep_in(dir: &Path) -> Vec<String> {
+    if !dir.exists() {
+        return vec![];
+    }
+    if let Err(e) = super::private::check_own_dir(dir, "lease directory", DIR_FIX) {
+        return vec![format!("warning: leases not carried out: {e}")];
+    }
     let mut done = Vec::new();
     for path in newest_first(dir, None) {
         if path.extension().is_some_and(|x| x == "tmp") {
@@ -170,10 +197,13 @@ fn sweep_in(dir: &Path) -> Vec<String> {
             }
             continue;
         }
-        let Ok(text) = std::fs::read_to_string(&path) else { continue };
-        let Ok(lease) = serde_json::from_str::<LeaseFile>(&text) else {
-            done.push(format!("{}: unreadable lease left as it is", path.display()));
-            continue;
+        let lease = match read_lease(&path) {
+            Ok(Some(lease)) => lease,
+            Ok(None) => continue,
+            Err(e) => {
+                done.push(format!("warning: {e}"));
+                continue;
+            }
         };
         if alive(lease.pid, lease.started) {
             continue;
@@ -185,10 +215,18 @@ fn sweep_in(dir: &Path) -> Vec<String> {
 
 /// Carries out the leases of one dead process (the watchdog's job).
 fn sweep_pid(pid: u32) {
-    for path in newest_first(&dir(), Some(pid)) {
-        let lease = std::fs::read_to_string(&path).ok().and_then(|t| serde_json::from_str::<LeaseFile>(&t).ok());
-        if let Some(lease) = lease.filter(|l| l.pid == pid) {
-            say(&format!("dbvs watchdog: {}", undo(&path, &lease)));
+    let dir = dir();
+    if let Err(e) = super::private::check_own_dir(&dir, "lease directory", DIR_FIX) {
+        say(&format!("dbvs watchdog: {e}"));
+        return;
+    }
+    for path in newest_first(&dir, Some(pid)) {
+        match read_lease(&path) {
+            Ok(Some(lease)) if lease.pid == pid => {
+                say(&format!("dbvs watchdog: {}", super::names::printable(&undo(&path, &lease))))
+            }
+            Ok(_) => {}
+            Err(e) => say(&format!("dbvs watchdog: warning: {e}")),
         }
     }
 }
@@ -199,6 +237,19 @@ fn sweep_pid(pid: u32) {
 fn say(line: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// A lease file, if this user alone could have written it; `None` when it is gone (its
+/// owner finished with it meanwhile).
+fn read_lease(path: &Path) -> Result<Option<LeaseFile>> {
+    let fix = "not carried out (remove it if no dbvs process of yours wrote it)";
+    let text = match super::private::read_own_file(path, "lease", fix) {
+        Ok(text) => text,
+        Err(_) if path.symlink_metadata().is_err() => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let lease = serde_json::from_str(&text);
+    lease.map(Some).map_err(|_| anyhow::anyhow!("{}: unreadable lease left as it is", path.display()))
 }
 
 /// The process and sequence number in a lease file's name (`PID-N.json`).
@@ -428,6 +479,8 @@ mod tests {
         let mut lease = Lease::in_dir(&leases, "test").unwrap();
         let key = lease.secret_file(dir.path().join("k"), b"secret").unwrap();
         assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::metadata(&lease.path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::metadata(&leases).unwrap().permissions().mode() & 0o777, 0o700);
         let written: LeaseFile = serde_json::from_slice(&std::fs::read(&lease.path).unwrap()).unwrap();
         assert_eq!(written.steps, [Step::RemoveFile { path: key.clone() }], "written before the file");
         drop(lease);
@@ -452,6 +505,68 @@ mod tests {
         std::fs::create_dir(&kept).unwrap();
         drop(lease);
         assert!(!copy.exists() && kept.exists());
+    }
+
+    /// A lease directory holding one dead process's lease that would delete `victim`.
+    fn planted(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+        let victim = dir.join("victim");
+        std::fs::create_dir(&victim).unwrap();
+        let leases = dir.join("leases");
+        std::fs::create_dir(&leases).unwrap();
+        let lease = LeaseFile {
+            pid: u32::MAX - 1,
+            started: 1,
+            what: "planted".into(),
+            steps: vec![Step::RemoveDir { path: victim.clone() }],
+        };
+        let file = leases.join("1-0.json");
+        std::fs::write(&file, serde_json::to_vec(&lease).unwrap()).unwrap();
+        (victim, leases, file)
+    }
+
+    #[test]
+    fn a_lease_another_user_owns_is_not_carried_out() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: giving a file to another user needs root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let (victim, leases, file) = planted(dir.path());
+        std::os::unix::fs::chown(&file, Some(65534), Some(65534)).unwrap();
+        let done = sweep_in(&leases);
+        assert!(victim.exists() && file.exists(), "{done:?}");
+        assert!(matches!(done.as_slice(), [l] if l.contains("belongs to uid 65534") && l.contains("not carried out")));
+    }
+
+    #[test]
+    fn a_lease_others_may_write_or_a_symlink_is_not_carried_out() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (victim, leases, file) = planted(dir.path());
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let done = sweep_in(&leases);
+        assert!(victim.exists() && matches!(done.as_slice(), [l] if l.contains("writable by other users")));
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let outside = dir.path().join("outside.json");
+        std::fs::rename(&file, &outside).unwrap();
+        std::os::unix::fs::symlink(&outside, &file).unwrap();
+        let done = sweep_in(&leases);
+        assert!(victim.exists() && matches!(done.as_slice(), [l] if l.contains("symbolic link")), "{done:?}");
+    }
+
+    #[test]
+    fn a_lease_directory_others_may_write_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (victim, leases, _) = planted(dir.path());
+        std::fs::set_permissions(&leases, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let done = sweep_in(&leases);
+        assert!(victim.exists(), "{done:?}");
+        let shown = leases.display().to_string();
+        assert!(matches!(done.as_slice(), [l] if l.contains(&shown) && l.contains("DBVS_LEASES")), "{done:?}");
+        let e = Lease::in_dir(&leases, "test").err().unwrap().to_string();
+        assert!(e.contains(&shown) && e.contains("writable by other users") && !e.contains('\n'), "{e}");
     }
 
     #[test]

@@ -7,11 +7,14 @@ pub mod fscrypt;
 pub mod lease;
 pub mod lock;
 pub mod mounts;
+pub mod names;
+pub mod private;
 pub mod tree;
 pub mod units;
 
+pub use private::read_secret_file;
+
 use anyhow::{bail, Context, Result};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// dbvs's data directory: `$XDG_DATA_HOME/dbvs`, else `~/.local/share/dbvs`.
@@ -119,22 +122,6 @@ pub fn drop_caches() -> Result<()> {
     })
 }
 
-/// Reads a secret (key or password) from a file that only its owner may access; the
-/// trailing newline is dropped.
-pub fn read_secret_file(path: &Path) -> Result<String> {
-    let meta = std::fs::metadata(path).with_context(|| format!("cannot read key file {}", path.display()))?;
-    let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o077 != 0 {
-        bail!(
-            "key file {} is accessible by other users (mode {mode:04o}); run: chmod 600 {}",
-            path.display(),
-            path.display()
-        );
-    }
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read key file {}", path.display()))?;
-    Ok(text.trim_end_matches(['\n', '\r']).to_string())
-}
-
 /// CPU time the calling thread has used so far (user and system).
 pub fn thread_cpu() -> std::time::Duration {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
@@ -193,15 +180,6 @@ mod tests {
     fn random_hex_has_two_digits_a_byte() {
         let (a, b) = (random_hex(32), random_hex(32));
         assert!(a.len() == 64 && a.bytes().all(|c| c.is_ascii_hexdigit()) && a != b);
-    }
-
-    #[test]
-    fn readable_secret_files_are_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("k");
-        std::fs::write(&p, "x\n").unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
-        assert!(read_secret_file(&p).unwrap_err().to_string().contains("chmod 600"));
     }
 
     #[test]

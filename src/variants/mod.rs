@@ -16,6 +16,7 @@ mod limits;
 mod mariadb_tde;
 mod sqlcipher;
 mod stack;
+pub use stack::STACK_KEYS;
 mod storage;
 
 use crate::sys::lease::Lease;
@@ -422,6 +423,20 @@ mod tests {
         let bad = parse("name = 's'\nencryption = { layer = 'sqlcipher', key = { command = 'echo nope' } }");
         let e = bad.setup(&dir.path().join("b")).err().unwrap().to_string();
         assert!(e.contains("64 hex digits"), "{e}");
+    }
+
+    #[test]
+    fn a_variant_name_stays_inside_the_storage_path_it_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ssd, work) = (dir.path().join("ssd"), dir.path().join("work"));
+        std::fs::create_dir_all(&ssd).unwrap();
+        std::fs::create_dir_all(&work).unwrap();
+        let v = parse(&format!("name = '../../../escape'\nstorage = {{ path = '{}' }}", ssd.display()));
+        let p = v.setup(&work).unwrap();
+        assert!(p.data_dir.starts_with(&ssd) && !dir.path().join("escape").exists(), "{}", p.data_dir.display());
+        let made: Vec<String> =
+            std::fs::read_dir(&ssd).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert_eq!(made, [format!("dbvs-{}-_________escape", std::process::id())]);
     }
 
     #[test]

@@ -115,7 +115,9 @@ struct Keys {
     control: Option<String>,
 }
 
-pub(super) const STACK_KEYS: [&str; 9] =
+/// The keys every entry takes, beside a shorthand `kind`'s own (serde's message for an
+/// unknown key beside a `kind` lists only the kind's, so a "did you mean" looks here too).
+pub const STACK_KEYS: [&str; 9] =
     ["name", "storage", "log_storage", "encryption", "fuse_passthrough", "limits", "aesni", "delay", "control"];
 
 fn injected(text: &str, key: &str) -> Result<crate::driver::InjectedSlowdown> {

@@ -133,7 +133,7 @@ impl Storage {
                 Ok(Base { backing: mnt.clone(), dir: mnt, ext4: None })
             }
             Storage::Path { path } => {
-                let base = path.join(format!("dbvs-{}-{name}", std::process::id()));
+                let base = path.join(format!("dbvs-{}-{}", std::process::id(), crate::sys::names::slug(name)));
                 lease.push(Step::RemoveDir { path: base.clone() })?;
                 std::fs::create_dir_all(&base).with_context(|| format!("cannot create {}", base.display()))?;
                 std::fs::set_permissions(&base, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;

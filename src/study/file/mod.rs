@@ -1,8 +1,9 @@
 //! The study file (TOML): what to compare, on what, for how long, to what precision.
 //! Errors point at the file, line and key.
 
+pub use super::redact::redact_key_commands;
+pub use super::text::syntax_error;
 use super::text::Places;
-pub use super::text::{redact_key_commands, syntax_error};
 use crate::variants::VariantConfig;
 use crate::workloads::{Kind, Options, WorkloadSpec};
 use anyhow::{bail, Context as _, Result};
@@ -322,6 +323,16 @@ fn optional_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>
 }
 
 impl WorkloadConfig {
+    /// The keys every workload entry takes beside its own options, for a "did you mean"
+    /// (see `text::syntax_error`): read off the struct itself, as a workload without options
+    /// of its own writes them.
+    pub(crate) fn common_keys() -> Vec<String> {
+        let plain: Option<WorkloadConfig> = toml::from_str("name = \"tpcb\"").ok();
+        let json = plain.and_then(|w| serde_json::to_value(w).ok());
+        let keys = json.as_ref().and_then(|j| j.as_object()).map(|o| o.keys().filter(|k| *k != "name").cloned());
+        keys.map(Iterator::collect).unwrap_or_default()
+    }
+
     /// `memory` in bytes.
     pub fn memory_bytes(&self) -> Result<Option<u64>> {
         self.memory.as_deref().map(|m| crate::sys::units::parse_bytes(m).map_err(anyhow::Error::msg)).transpose()
@@ -329,6 +340,25 @@ impl WorkloadConfig {
 }
 
 impl StudyFile {
+    /// Names become paths and terminal text (see `sys::names`): a study, variant or workload
+    /// label too long or with control characters is refused before anything shows it.
+    fn check_names(&self, places: &Places) -> Result<()> {
+        let refuse = |at: String, what: &str, name: &str| match crate::sys::names::problem(name) {
+            Some(p) => Err(anyhow::anyhow!("{at}the {what} {p}")),
+            None => Ok(()),
+        };
+        refuse(places.line(places.name.as_ref(), ""), "study name", &self.name)?;
+        for (i, v) in self.variants.iter().enumerate() {
+            refuse(places.line(places.variants.get(i), "name"), "variant name", &v.name)?;
+        }
+        for w in &self.workloads {
+            if let Some(label) = &w.label {
+                refuse(places.line(places.workloads.get(w.entry), "label"), "workload label", label)?;
+            }
+        }
+        Ok(())
+    }
+
     /// A study of one workload, for commands that drive runs like a study does (capacity).
     pub fn single(
         name: String,
@@ -397,6 +427,7 @@ impl StudyFile {
     }
 
     fn check(&self, places: &Places) -> Result<()> {
+        self.check_names(places)?;
         let at = |needle: &str| places.line(None, needle);
         for (k, v) in &self.target.settings {
             crate::targets::managed_pg::parse_setting(&format!("{k}={v}"))
