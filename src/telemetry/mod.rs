@@ -429,6 +429,15 @@ mod tests {
         assert!(average(&[]).is_none());
     }
 
+    /// This process's CPU time so far (all threads), in seconds.
+    fn process_cpu_s() -> f64 {
+        // SAFETY: getrusage writes into the struct we own.
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        secs(u.ru_utime) + secs(u.ru_stime)
+    }
+
     #[test]
     fn the_sampler_sees_this_process_burn_cpu_and_a_command_meter() {
         let s = Sampler::start(Options {
@@ -442,16 +451,19 @@ mod tests {
         })
         .unwrap();
         s.window_start();
-        let t = Instant::now();
+        let (t, cpu0) = (Instant::now(), process_cpu_s());
         let mut x = 0u64;
         while t.elapsed() < Duration::from_millis(900) {
             x = std::hint::black_box(x.wrapping_add(1));
         }
+        // What this process really got: on a loaded machine the loop may get half a core.
+        let got_pct = 100.0 * (process_cpu_s() - cpu0) / t.elapsed().as_secs_f64();
         s.window_end();
         let r = s.finish(Some((600.0, "opm")));
         let w = r.window.unwrap();
-        assert!(r.samples.len() >= 4, "{}", r.samples.len());
-        assert!(w.dbvs_cpu_pct > 50.0 && w.cpu_busy_pct > 20.0, "{w:?}");
+        assert!(r.samples.len() >= 2, "{}", r.samples.len());
+        assert!(w.dbvs_cpu_pct > 0.5 * got_pct && w.dbvs_cpu_pct < 1.5 * got_pct + 20.0, "got {got_pct}%: {w:?}");
+        assert!(w.cpu_busy_pct > 0.1 * got_pct, "{w:?}");
         assert_eq!((r.power.idle_w, r.power.window_w, r.power.per_watt), (Some(50.0), Some(50.0), Some(12.0)));
         assert!(r.sampler_cpu_pct < 50.0);
     }
