@@ -106,22 +106,9 @@ fn run_blocks(
     report_only: Option<&crate::store::StudyRow>,
 ) -> Result<Outcome> {
     let budget = opts.budget.unwrap_or(study.budget);
-    let out_dir = opts.out.unwrap_or_else(|| default_out(&study.name, id));
-    for sub in ["runs", "logs"] {
-        std::fs::create_dir_all(out_dir.join(sub))
-            .with_context(|| format!("cannot create {}; choose a writable --out", out_dir.display()))?;
-    }
+    let out_dir = opts.out.clone().unwrap_or_else(|| default_out(&study.name, id));
     let started_at = now();
-    let work = WorkDir::new(&out_dir, &format!("study {id} work directory"))?;
-    // The runs publish their live figures here, and the study's endpoint serves them too.
-    let live_dir = opts.metrics_addr.is_some().then(|| work.path().join("live"));
-    if let Some(dir) = &live_dir {
-        std::fs::create_dir_all(dir)?;
-    }
-    let live = match &opts.metrics_addr {
-        Some(addr) => Some(crate::openmetrics::Exporter::serve(addr, live_dir.clone())?),
-        None => None,
-    };
+    let (work, live_dir, live) = open_output(&out_dir, id, opts.metrics_addr.as_deref())?;
     let exe = std::env::current_exe()?;
     let ctx = child::Context { exe: &exe, study, out: &out_dir, work: work.path(), live: live_dir.as_deref() };
 
@@ -141,7 +128,7 @@ fn run_blocks(
         workloads.iter().map(|w| measures::of(w, study.seed, setting(study, w))).collect::<Result<_>>()?;
     let suites = measures::suites(&workloads, study.seed)?;
     let takes_backups = workloads.iter().any(|w| w.kind().is_ok_and(|k| k.takes_backups()));
-    let (mut rows, first) = resume::preload(&mut active, &per_workload.concat(), stored);
+    let (rows, first) = resume::preload(&mut active, &per_workload.concat(), stored);
     // A study that opens with a suite (bignw's ten benchmarks) is answered by the suite's
     // mean, as seed 003's was by the average over its ten.
     let (lead, rest): (Vec<&measures::Suite>, Vec<_>) = suites.iter().partition(|s| s.entry == workloads[0].entry);
@@ -155,7 +142,8 @@ fn run_blocks(
     if first > 0 {
         eprintln!("resuming study {id} at block {} (blocks 1-{first} are in the store)", first + 1);
     }
-    let mut canaries: Vec<CanaryResult> = Vec::new();
+    let plan = Plan { workloads, per_workload, takes_backups };
+    let mut gathered = Gathered { rows, canaries: vec![], leak: None };
     let mut block_times: Vec<f64> = Vec::new();
     let mut status = (Status::Completed, None::<String>);
     let mut stop_reason = format!("maximum of {} blocks reached", study.blocks.max);
@@ -176,101 +164,16 @@ fn run_blocks(
             break;
         }
         let t = Instant::now();
-        let order = block_order(&active, workloads.len(), study.seed ^ (block as u64) << 20);
-        let mut shared = match study.interleave {
-            Some(slice) => interleaved(&ctx, &active, &workloads, (block, slice, &shares), block == first),
-            None => BTreeMap::new(),
-        };
-        for (wi, i) in order {
-            let a = &mut active[i];
-            if a.failed.is_some() {
-                continue;
-            }
-            let w = &workloads[wi];
-            // The canary scan follows the variant's first run of a workload that leaves
-            // data at rest (the cipher benchmark works in memory).
-            let kind = w.kind().ok();
-            let leaves_data = kind.as_ref().is_some_and(|k| k.leaves_data());
-            // Where a workload takes backups, the scan follows its run, and covers a backup too.
-            let in_turn = !takes_backups || kind.is_some_and(|k| k.takes_backups());
-            let scan = block == first && leaves_data && in_turn && !canaries.iter().any(|c| c.variant == a.cfg.name);
-            let result = match shared.remove(&(wi, i)) {
-                Some(result) => result,
-                None => child::run(&ctx, &a.cfg, &a.prepared, w, &format!("block{:02}", block + 1), scan),
-            };
-            let at = Placement { study: id, block, variant: &a.cfg.name, workload: &w.label() };
-            let (row, record) = record_run(store, at, w, result)?;
-            if let Some(cause) = row.cause.clone().filter(|_| row.status == Status::Failed) {
-                eprintln!("variant {}: {} run failed: {cause}", a.cfg.name, w.label());
-                a.failed = Some(cause);
-            }
-            for m in &per_workload[wi] {
-                let per_block = a.values.entry(m.key()).or_default();
-                per_block.resize(block + 1, None);
-                per_block[block] = record.as_ref().filter(|r| r.counts()).and_then(|r| r.measure(&m.name));
-            }
-            let value = record.is_some();
-            if let Some(r) = record {
-                a.records.push((w.label(), r));
-            }
-            rows.push(row);
-            if scan && value {
-                let c = child::scan_canary(&a.cfg.name, &a.prepared, ctx.work)?;
-                if !c.ok {
-                    status = (Status::Failed, Some(leak_message(&c)));
-                }
-                canaries.push(c);
-            }
-            if interrupt::interrupted() {
-                break;
-            }
-        }
+        run_block(&ctx, store, id, &plan, &mut active, (block, first, &shares), &mut gathered)?;
         block_times.push(t.elapsed().as_secs_f64());
         fill_suites(&mut active, &suites);
-        if interrupt::interrupted() {
-            status = (Status::Interrupted, None);
-            stop_reason = format!("interrupted during block {}", block + 1);
+        if let Some((ended, why)) = ended_in_block(&active, &gathered, block) {
+            (status, stop_reason) = (ended, why);
             break;
         }
-        if status.0 == Status::Failed {
-            stop_reason = "stopped: the plaintext canary scan failed".into();
-            break;
-        }
-        if let Some(cause) = &active[0].failed {
-            status = (Status::Failed, Some(format!("the baseline's run failed: {cause}")));
-            stop_reason = "stopped: the baseline cannot run".into();
-            break;
-        }
-        let widths = summary::half_widths(&active, &all_measures, study);
-        if let Some(e) = &live {
-            live::block_done(e, block + 1, *block_times.last().unwrap_or(&0.0), &widths, &active, &all_measures);
-        }
-        eprintln!(
-            "block {} done in {:.0} s; {}",
-            block + 1,
-            block_times.last().unwrap(),
-            summary::progress_line(&widths)
-        );
-        if precise_enough(block + 1, study.blocks.min, &widths) {
-            stop_reason = format!(
-                "precision reached: every ratio's 95% CI half-width <= {} after {} blocks",
-                study.targets().text(),
-                block + 1
-            );
-            break;
-        }
-        shares.plan(block + 1, &widths);
-        let by_need = study.interleave.is_some() && workloads.iter().any(|w| w.interleaves() && w.shares_by_need());
-        if by_need && !shares.slices(&(0..active.len()).collect::<Vec<_>>()).is_empty() {
-            let each: Vec<String> =
-                active.iter().zip(shares.next()).map(|(a, s)| format!("{} {:.0}%", a.cfg.name, 100.0 * s)).collect();
-            eprintln!(
-                "next block's shares of the measured time, by what each interval still needs: {}",
-                each.join(", ")
-            );
-        }
-        if widths.is_empty() {
-            stop_reason = "no variant left to compare with the baseline".into();
+        let block_time = *block_times.last().unwrap_or(&0.0);
+        if let Some(why) = progress(study, &active, &all_measures, (block, block_time), live.as_ref(), &mut shares) {
+            stop_reason = why;
             break;
         }
     }
@@ -279,14 +182,8 @@ fn run_blocks(
         status = (row.status, row.cause.clone());
         stop_reason = format!("report only (--budget 0): {first} stored blocks, nothing set up or run");
     }
-    if status.0 == Status::Completed && active[1..].iter().all(|a| a.failed.is_some()) {
-        let causes: Vec<String> = active[1..]
-            .iter()
-            .map(|a| format!("{}: {}", a.cfg.name, a.failed.as_deref().unwrap_or("")))
-            .chain(skipped.iter().map(|(v, why)| format!("{}: skipped: {why}", v.name)))
-            .collect();
-        status =
-            (Status::Failed, Some(format!("no variant could be compared with the baseline ({})", causes.join("; "))));
+    if status.0 == Status::Completed {
+        status = none_compared(&active, &skipped).map_or(status, |cause| (Status::Failed, Some(cause)));
     }
     let report = summary::build(summary::Inputs {
         id,
@@ -295,8 +192,8 @@ fn run_blocks(
         measures: &all_measures,
         active: &active,
         skipped: &skipped,
-        rows,
-        canaries,
+        rows: gathered.rows,
+        canaries: gathered.canaries,
         status: status.0,
         cause: status.1,
         stop_reason,
@@ -311,6 +208,177 @@ fn run_blocks(
     }
     drop(active);
     Ok(Outcome { report, out_dir, report_only: report_only.is_some() })
+}
+
+/// The output directory's runs and logs, the study's work directory, and the live metrics
+/// endpoint with the directory where the runs publish their figures for it to serve.
+fn open_output(
+    out_dir: &Path,
+    id: i64,
+    metrics_addr: Option<&str>,
+) -> Result<(WorkDir, Option<PathBuf>, Option<crate::openmetrics::Exporter>)> {
+    for sub in ["runs", "logs"] {
+        std::fs::create_dir_all(out_dir.join(sub))
+            .with_context(|| format!("cannot create {}; choose a writable --out", out_dir.display()))?;
+    }
+    let work = WorkDir::new(out_dir, &format!("study {id} work directory"))?;
+    let live_dir = metrics_addr.is_some().then(|| work.path().join("live"));
+    if let Some(dir) = &live_dir {
+        std::fs::create_dir_all(dir)?;
+    }
+    let live = match metrics_addr {
+        Some(addr) => Some(crate::openmetrics::Exporter::serve(addr, live_dir.clone())?),
+        None => None,
+    };
+    Ok((work, live_dir, live))
+}
+
+/// Why no variant could be compared with the baseline, when every one failed or was skipped.
+fn none_compared(active: &[Active], skipped: &Skipped) -> Option<String> {
+    if !active[1..].iter().all(|a| a.failed.is_some()) {
+        return None;
+    }
+    let causes: Vec<String> = active[1..]
+        .iter()
+        .map(|a| format!("{}: {}", a.cfg.name, a.failed.as_deref().unwrap_or("")))
+        .chain(skipped.iter().map(|(v, why)| format!("{}: skipped: {why}", v.name)))
+        .collect();
+    Some(format!("no variant could be compared with the baseline ({})", causes.join("; ")))
+}
+
+/// The workloads as the blocks run them (calibrated), and what each is measured by.
+struct Plan {
+    workloads: Vec<file::WorkloadConfig>,
+    per_workload: Vec<Vec<measures::Measure>>,
+    /// A workload takes backups: the canary scan follows its run, to cover a backup too.
+    takes_backups: bool,
+}
+
+/// What the blocks gathered beside each variant's own values.
+struct Gathered {
+    rows: Vec<RunRow>,
+    canaries: Vec<CanaryResult>,
+    /// What a canary scan found at rest: the study stops on it.
+    leak: Option<String>,
+}
+
+/// Runs block `block`: every (workload, variant) pair once, in a fresh random order, the
+/// variants that take turns first (in interleaved runs), each run stored as it ends. The
+/// first block of a run (`first`) scans each variant's data at rest for the canary.
+fn run_block(
+    ctx: &child::Context,
+    store: &mut Store,
+    id: i64,
+    plan: &Plan,
+    active: &mut [Active],
+    (block, first, shares): (usize, usize, &allocate::Plan),
+    got: &mut Gathered,
+) -> Result<()> {
+    let study = ctx.study;
+    let order = block_order(active, plan.workloads.len(), study.seed ^ (block as u64) << 20);
+    let mut shared = match study.interleave {
+        Some(slice) => interleaved(ctx, active, &plan.workloads, (block, slice, shares), block == first),
+        None => BTreeMap::new(),
+    };
+    for (wi, i) in order {
+        let a = &mut active[i];
+        if a.failed.is_some() {
+            continue;
+        }
+        let w = &plan.workloads[wi];
+        let scan = block == first
+            && scans_after(w, plan.takes_backups)
+            && !got.canaries.iter().any(|c| c.variant == a.cfg.name);
+        let result = match shared.remove(&(wi, i)) {
+            Some(result) => result,
+            None => child::run(ctx, &a.cfg, &a.prepared, w, &format!("block{:02}", block + 1), scan),
+        };
+        let at = Placement { study: id, block, variant: &a.cfg.name, workload: &w.label() };
+        let (row, record) = record_run(store, at, w, result)?;
+        if let Some(cause) = row.cause.clone().filter(|_| row.status == Status::Failed) {
+            eprintln!("variant {}: {} run failed: {cause}", a.cfg.name, w.label());
+            a.failed = Some(cause);
+        }
+        for m in &plan.per_workload[wi] {
+            let per_block = a.values.entry(m.key()).or_default();
+            per_block.resize(block + 1, None);
+            per_block[block] = record.as_ref().filter(|r| r.counts()).and_then(|r| r.measure(&m.name));
+        }
+        let value = record.is_some();
+        if let Some(r) = record {
+            a.records.push((w.label(), r));
+        }
+        got.rows.push(row);
+        if scan && value {
+            let c = child::scan_canary(&a.cfg.name, &a.prepared, ctx.work)?;
+            if !c.ok {
+                got.leak = Some(leak_message(&c));
+            }
+            got.canaries.push(c);
+        }
+        if interrupt::interrupted() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Whether a variant's first run of `w` is followed by the canary scan: a workload that
+/// leaves data at rest (the cipher benchmark works in memory), and where a workload takes
+/// backups, that one (its backup is scanned too).
+fn scans_after(w: &file::WorkloadConfig, takes_backups: bool) -> bool {
+    let kind = w.kind().ok();
+    let leaves_data = kind.as_ref().is_some_and(|k| k.leaves_data());
+    leaves_data && (!takes_backups || kind.is_some_and(|k| k.takes_backups()))
+}
+
+/// How the study ends after block `block`, if it must: interrupted, plaintext found at
+/// rest, or a baseline that cannot run.
+fn ended_in_block(active: &[Active], got: &Gathered, block: usize) -> Option<((Status, Option<String>), String)> {
+    if interrupt::interrupted() {
+        return Some(((Status::Interrupted, None), format!("interrupted during block {}", block + 1)));
+    }
+    if let Some(leak) = &got.leak {
+        return Some(((Status::Failed, Some(leak.clone())), "stopped: the plaintext canary scan failed".into()));
+    }
+    let cause = active[0].failed.as_ref()?;
+    Some((
+        (Status::Failed, Some(format!("the baseline's run failed: {cause}"))),
+        "stopped: the baseline cannot run".into(),
+    ))
+}
+
+/// Says how far block `block` (done in `secs`) brought every interval, serves it live,
+/// and plans the next block's shares; the reason to stop, once the targets are reached or
+/// nothing is left to compare.
+fn progress(
+    study: &StudyFile,
+    active: &[Active],
+    all_measures: &[measures::Measure],
+    (block, secs): (usize, f64),
+    live: Option<&crate::openmetrics::Exporter>,
+    shares: &mut allocate::Plan,
+) -> Option<String> {
+    let widths = summary::half_widths(active, all_measures, study);
+    if let Some(e) = live {
+        live::block_done(e, block + 1, secs, &widths, active, all_measures);
+    }
+    eprintln!("block {} done in {secs:.0} s; {}", block + 1, summary::progress_line(&widths));
+    if precise_enough(block + 1, study.blocks.min, &widths) {
+        return Some(format!(
+            "precision reached: every ratio's 95% CI half-width <= {} after {} blocks",
+            study.targets().text(),
+            block + 1
+        ));
+    }
+    shares.plan(block + 1, &widths);
+    let by_need = study.interleave.is_some() && study.workloads.iter().any(|w| w.interleaves() && w.shares_by_need());
+    if by_need && !shares.slices(&(0..active.len()).collect::<Vec<_>>()).is_empty() {
+        let each: Vec<String> =
+            active.iter().zip(shares.next()).map(|(a, s)| format!("{} {:.0}%", a.cfg.name, 100.0 * s)).collect();
+        eprintln!("next block's shares of the measured time, by what each interval still needs: {}", each.join(", "));
+    }
+    widths.is_empty().then(|| "no variant left to compare with the baseline".into())
 }
 
 /// What the study measures of `w` beside its own measures.
