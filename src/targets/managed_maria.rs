@@ -132,7 +132,7 @@ impl ManagedMaria {
         server.start_on(&server.data.clone())?;
         server.version = server.first_answer()?;
         if fresh {
-            server.admin(|c| {
+            server.admin_when_ready(|c| {
                 use mysql::prelude::Queryable;
                 c.query_drop(format!(
                     "CREATE USER IF NOT EXISTS '{SUPERUSER}'@'127.0.0.1'; \
@@ -285,23 +285,25 @@ impl ManagedMaria {
         })
     }
 
-    /// The server's version, asked until it answers: a Galera node that has just joined
-    /// accepts connections and may still drop them while it takes the cluster's state.
+    /// The server's version, asked until it answers.
     fn first_answer(&self) -> Result<String> {
+        self.admin_when_ready(|c| {
+            use mysql::prelude::Queryable;
+            Ok(c.query_first::<String, _>("SELECT VERSION()")?.unwrap_or_default())
+        })
+    }
+
+    /// Runs `f` as root, again while the server is not ready for it (for up to a minute): a
+    /// Galera node that has just joined accepts connections and may still drop them while it
+    /// takes the cluster's state, or refuse statements until WSREP has prepared it (1047).
+    fn admin_when_ready<T>(&self, f: impl Fn(&mut mysql::Conn) -> Result<T>) -> Result<T> {
         let t = Instant::now();
         loop {
-            let asked = self.admin(|c| {
-                use mysql::prelude::Queryable;
-                Ok(c.query_first::<String, _>("SELECT VERSION()")?.unwrap_or_default())
-            });
-            let dropped = |e: &anyhow::Error| {
-                e.chain().any(|c| matches!(c.downcast_ref::<mysql::Error>(), Some(mysql::Error::IoError(_))))
-            };
-            match asked {
-                Err(e) if dropped(&e) && t.elapsed() < Duration::from_secs(60) => {
+            match self.admin(&f) {
+                Err(e) if not_ready(&e) && t.elapsed() < Duration::from_secs(60) => {
                     std::thread::sleep(Duration::from_millis(200))
                 }
-                asked => return asked,
+                done => return done,
             }
         }
     }
@@ -369,4 +371,14 @@ pub(crate) fn give_to_server(dir: &Path) -> Result<()> {
         bail!("cannot give {} to the {SERVER_USER} user: is mariadb-server installed?", dir.display());
     }
     Ok(())
+}
+
+/// Whether a statement failed because the server is not ready yet: a dropped connection,
+/// or a Galera node that WSREP has not prepared for use (ER_UNKNOWN_COM_ERROR, 1047).
+fn not_ready(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| match c.downcast_ref::<mysql::Error>() {
+        Some(mysql::Error::IoError(_)) => true,
+        Some(mysql::Error::MySqlError(m)) => m.code == 1047,
+        _ => false,
+    })
 }
