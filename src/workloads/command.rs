@@ -284,18 +284,22 @@ impl Workload for Command {
     }
 }
 
+/// Options of a command that prints its figure, read by `regex` or `json_pointer`.
+#[cfg(test)]
+fn test_options(regex: Option<&str>, pointer: Option<&str>) -> Options {
+    Options {
+        command: "true".into(),
+        regex: regex.map(String::from),
+        json_pointer: pointer.map(String::from),
+        ..Options::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn options(regex: Option<&str>, pointer: Option<&str>) -> Options {
-        Options {
-            command: "true".into(),
-            regex: regex.map(String::from),
-            json_pointer: pointer.map(String::from),
-            ..Options::default()
-        }
-    }
+    use super::test_options as options;
 
     #[test]
     fn bad_options_are_refused_with_the_fix() {

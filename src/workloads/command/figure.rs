@@ -94,14 +94,7 @@ fn value_at(json: &serde_json::Value, pointer: &str) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn options(regex: Option<&str>, pointer: Option<&str>) -> Options {
-        Options {
-            command: "true".into(),
-            regex: regex.map(String::from),
-            json_pointer: pointer.map(String::from),
-            ..Options::default()
-        }
-    }
+    use super::super::test_options as options;
 
     fn whole(text: &str) -> Captured {
         Captured { tail: text.into(), total: text.len() as u64, found: None }
