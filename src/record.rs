@@ -251,6 +251,21 @@ impl RunRecord {
     }
 }
 
+/// What the plaintext canary scan found in one variant's bytes at rest.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CanaryResult {
+    pub variant: String,
+    pub scanned: Vec<std::path::PathBuf>,
+    pub bytes_scanned: u64,
+    pub hits: u64,
+    /// The files that held the marker, with their hits (inside the study's work directory).
+    #[serde(default)]
+    pub leaks: Vec<(std::path::PathBuf, u64)>,
+    /// Whether the data at rest is supposed to be ciphertext.
+    pub encrypted: bool,
+    pub ok: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -47,7 +47,7 @@ impl Place {
 
     /// One number from a query on database `db`, through dbvs's own engine seam.
     fn number(&self, db: &str, query: &str) -> i64 {
-        let target = dbvs::targets::parse(&self.target(db), TargetOptions::default()).unwrap();
+        let target = dbvs::targets::open(&self.target(db).parse().unwrap(), TargetOptions::default()).unwrap();
         sql::number(&mut target.existing().unwrap().connect().unwrap(), query).unwrap() as i64
     }
 
@@ -61,7 +61,7 @@ impl Place {
                     Server::Postgres(_) => "SELECT datname FROM pg_database",
                     _ => "SELECT schema_name FROM information_schema.schemata",
                 };
-                let target = dbvs::targets::parse(&self.target(db), TargetOptions::default()).unwrap();
+                let target = dbvs::targets::open(&self.target(db).parse().unwrap(), TargetOptions::default()).unwrap();
                 let rows = sql::adhoc(&mut target.existing().unwrap().connect().unwrap(), query).unwrap();
                 (0..rows.len()).map(|r| rows.text(r, 0).unwrap().into_owned()).collect()
             }
@@ -214,7 +214,7 @@ fn deferred(engine: Engine) {
     let (add, insert, read) = (0, 1, 2);
     let place = Place::start(engine);
     ok(&["build", "--target", &place.target("tpcb"), "--workload", "tpcb", "--size", "1"]);
-    let target = dbvs::targets::parse(&place.target("tpcb"), TargetOptions::default()).unwrap();
+    let target = dbvs::targets::open(&place.target("tpcb").parse().unwrap(), TargetOptions::default()).unwrap();
     let conn = target.existing().unwrap().connect().unwrap();
     let mut session = sql::session(conn, &sql::Statements::portable(LIST)).unwrap();
     let mut rec = UnitRecorder::default();

@@ -45,7 +45,7 @@ fn a_cluster_runs_checks_and_holds_the_work_on_every_node() {
     let cluster = Galera::start(&data, 3, &[("innodb_buffer_pool_size".into(), "64M".into())], &[]).unwrap();
     for port in cluster.ports() {
         let url = format!("mysql://dbvs@127.0.0.1:{port}/kept");
-        let target = dbvs::targets::parse(&url, TargetOptions::default()).unwrap();
+        let target = dbvs::targets::open(&url.parse().unwrap(), TargetOptions::default()).unwrap();
         let history =
             sql::number(&mut target.existing().unwrap().connect().unwrap(), "SELECT count(*) FROM pgbench_history");
         assert_eq!(history.unwrap() as i64, committed, "node on port {port}");

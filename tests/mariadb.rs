@@ -88,7 +88,7 @@ fn a_worker_session_logs_in_with_a_password_and_reads_every_column_type() {
     let connect = |user: &str, password: Option<&str>, db: &str| {
         let url = format!("mysql://{user}@127.0.0.1:{}/{db}", server.port);
         let opts = TargetOptions { password: password.map(String::from), ..Default::default() };
-        dbvs::targets::parse(&url, opts).unwrap().existing().unwrap().connect().unwrap()
+        dbvs::targets::open(&url.parse().unwrap(), opts).unwrap().existing().unwrap().connect().unwrap()
     };
     let mut admin = connect("dbvs", None, "mysql");
     for statement in [

@@ -210,7 +210,8 @@ impl Server {
             Self::Postgres(_) => "postgres",
             Self::Mariadb(_) => "mysql",
         };
-        let target = dbvs::targets::parse(&self.url("127.0.0.1", db), TargetOptions::default()).unwrap();
+        let target =
+            dbvs::targets::open(&self.url("127.0.0.1", db).parse().unwrap(), TargetOptions::default()).unwrap();
         target.existing().unwrap().connect().unwrap()
     }
 

@@ -12,7 +12,8 @@ pub mod report;
 
 use crate::driver::RunStatus;
 use crate::record::RunRecord;
-use crate::study::file::{TargetConfig, WorkloadConfig};
+use crate::run::config::{TargetConfig, WorkloadConfig};
+use crate::run::launch;
 use crate::variants::VariantConfig;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -387,56 +388,60 @@ pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::Capaci
     for sub in ["runs", "logs"] {
         std::fs::create_dir_all(out.join(sub)).with_context(|| format!("cannot create {}", out.display()))?;
     }
-    let study = crate::study::file::StudyFile::single(
-        file.name.clone(),
-        file.seed,
-        file.target.clone(),
-        file.workload.clone(),
-        file.configurations.clone(),
-        file.power.clone(),
-        file.clients.clone(),
-    );
     let exe = std::env::current_exe()?;
-    let work = crate::study::WorkDir::new(out, &format!("capacity search {} work directory", file.name))?;
-    let ctx = crate::study::child::Context { exe: &exe, study: &study, out, work: work.path(), live: None };
+    let work = launch::WorkDir::new(out, &format!("capacity search {} work directory", file.name))?;
+    let ctx = launch::Context {
+        exe: &exe,
+        out,
+        work: work.path(),
+        live: None,
+        target: &file.target,
+        seed: file.seed,
+        power: &file.power,
+        idle_power: crate::run::TelemetrySpec::default().idle_power,
+        clients: file.clients.as_ref(),
+    };
     let headline = file.workload.args(file.seed).driven()?.headline(None).name;
     let started = std::time::Instant::now();
     let mut outcomes = Vec::new();
     for (i, c) in file.configurations.iter().enumerate() {
         let mut probes = Vec::new();
-        let result = crate::study::prepare(&ctx, c, &work.path().join(format!("c{i}"))).and_then(|prepared| {
-            let mut attempt = 0;
-            search_by(&file.search, |n| {
-                confirmed(file.sla.confirmations, || {
-                    attempt += 1;
-                    let w = WorkloadConfig { instances: n, ..file.workload.clone() };
-                    let tag = format!("n{n:03}-try{attempt}");
-                    let run = match &file.companion {
-                        Some(beside) => crate::study::child::run_beside(&ctx, c, &prepared, &w, beside, &tag),
-                        None => crate::study::child::run(&ctx, c, &prepared, &w, &tag, false),
-                    };
-                    let probe = match run {
-                        Ok(record) => judge(&record, &file.sla, n),
-                        Err(e) if crate::interrupt::interrupted() => return Err(e),
-                        Err(e) => Probe { instances: n, reason: Some(format!("{e:#}")), ..Probe::default() },
-                    };
-                    eprintln!(
-                        "{}: {n} instances: {} ({:.0} total{}{})",
-                        c.name,
-                        if probe.passed { "pass" } else { "FAIL" },
-                        probe.total,
-                        probe.companion_p95_max_ms.map_or(String::new(), |p| format!(", companions' p95 <= {p:.1} ms")),
-                        probe.reason.as_ref().map_or(String::new(), |r| format!("; {r}"))
-                    );
-                    let passed = probe.passed;
-                    probes.push(probe);
-                    if crate::interrupt::interrupted() {
-                        return Err(crate::interrupt::Interrupted.into());
-                    }
-                    Ok(passed)
+        let result = launch::prepare(&ctx, c, &work.path().join(format!("c{i}")), std::slice::from_ref(&file.workload))
+            .and_then(|prepared| {
+                let mut attempt = 0;
+                search_by(&file.search, |n| {
+                    confirmed(file.sla.confirmations, || {
+                        attempt += 1;
+                        let w = WorkloadConfig { instances: n, ..file.workload.clone() };
+                        let tag = format!("n{n:03}-try{attempt}");
+                        let run = match &file.companion {
+                            Some(beside) => launch::run_beside(&ctx, c, &prepared, &w, beside, &tag),
+                            None => launch::run(&ctx, c, &prepared, &w, &tag, false),
+                        };
+                        let probe = match run {
+                            Ok(record) => judge(&record, &file.sla, n),
+                            Err(e) if crate::interrupt::interrupted() => return Err(e),
+                            Err(e) => Probe { instances: n, reason: Some(format!("{e:#}")), ..Probe::default() },
+                        };
+                        eprintln!(
+                            "{}: {n} instances: {} ({:.0} total{}{})",
+                            c.name,
+                            if probe.passed { "pass" } else { "FAIL" },
+                            probe.total,
+                            probe
+                                .companion_p95_max_ms
+                                .map_or(String::new(), |p| format!(", companions' p95 <= {p:.1} ms")),
+                            probe.reason.as_ref().map_or(String::new(), |r| format!("; {r}"))
+                        );
+                        let passed = probe.passed;
+                        probes.push(probe);
+                        if crate::interrupt::interrupted() {
+                            return Err(crate::interrupt::Interrupted.into());
+                        }
+                        Ok(passed)
+                    })
                 })
-            })
-        });
+            });
         if crate::interrupt::interrupted() {
             return Err(crate::interrupt::Interrupted.into());
         }

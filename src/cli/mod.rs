@@ -170,7 +170,7 @@ impl DbArgs {
 
     fn flags(&self, cold: bool) -> Result<DbSpec> {
         Ok(DbSpec {
-            target: self.target.clone().unwrap_or_default(),
+            target: self.target.as_deref().map(str::parse).transpose()?,
             workload: WorkloadSpec {
                 options: self.options()?,
                 size: self.size.clone(),

@@ -24,21 +24,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Everything a study found, as stored in the results store and rendered by exporters.
-/// What the plaintext canary scan found in one variant's bytes at rest.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct CanaryResult {
-    pub variant: String,
-    pub scanned: Vec<std::path::PathBuf>,
-    pub bytes_scanned: u64,
-    pub hits: u64,
-    /// The files that held the marker, with their hits (inside the study's work directory).
-    #[serde(default)]
-    pub leaks: Vec<(std::path::PathBuf, u64)>,
-    /// Whether the data at rest is supposed to be ciphertext.
-    pub encrypted: bool,
-    pub ok: bool,
-}
+pub use crate::record::CanaryResult;
 
 /// One thing a study compares: a workload's measure (e.g. `tpcc query / TPM`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -3,15 +3,19 @@
 
 pub mod board;
 mod build;
+pub mod canary;
 mod companion;
+pub mod config;
 mod instances;
 mod interleave;
+pub mod launch;
 mod live;
 mod memory;
 mod slices;
 pub mod spec;
 pub mod start;
 mod summary;
+mod together;
 
 pub use build::{build, ensure_built};
 pub use spec::{Companion, DbSpec, LimitScope, Limits, LiveFile, PacingSpec, RunSpec, Side, TelemetrySpec};

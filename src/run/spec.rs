@@ -3,7 +3,7 @@
 //! it back with `dbvs run --spec FILE`; nothing is translated to and from argv.
 
 use crate::targets::sqlite::{CipherPragma, Key, KeyKind};
-use crate::targets::{self, Target};
+use crate::targets::{self, Target, TargetSpec};
 use crate::telemetry::power::PowerSpec;
 use crate::workloads::{Workload, WorkloadSpec};
 use anyhow::{bail, Context, Result};
@@ -14,8 +14,9 @@ use std::time::Duration;
 /// Which database and which workload: what `build`, `check` and `run` share.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DbSpec {
-    /// `sqlite:PATH`, `postgres://...`, `mysql://...`, `managed-postgres[:V]` or `managed-mariadb`.
-    pub target: String,
+    /// `None` for a workload without a database (fileio, cipher).
+    #[serde(default)]
+    pub target: Option<TargetSpec>,
     pub workload: WorkloadSpec,
     /// SQLCipher key file (mode 0600); the key itself never enters a spec.
     #[serde(default)]
@@ -94,8 +95,9 @@ impl DbSpec {
             Some(l) if l.applies_to == LimitScope::Server => l.groups.clone(),
             _ => vec![],
         };
-        let target = targets::parse(
-            &self.target,
+        let spec = self.target.as_ref().context("this workload needs a --target, e.g. --target sqlite:shop.db")?;
+        let target = targets::open(
+            spec,
             targets::TargetOptions {
                 key,
                 cipher_pragmas: self.cipher_pragmas.clone(),
@@ -360,8 +362,7 @@ impl RunSpec {
         if !(1..=256).contains(&self.instances) {
             bail!("--instances must be between 1 and 256");
         }
-        let own_server = ["postgres://", "postgresql://", "mysql://", "mariadb://"];
-        if self.memory.is_some() && own_server.iter().any(|s| self.db.target.starts_with(s)) {
+        if self.memory.is_some() && self.db.target.as_ref().is_some_and(TargetSpec::is_own_server) {
             bail!(
                 "--memory limits this process and a server it manages; your own server is not limited \
                  (use sqlite:, managed-postgres or managed-mariadb, or limit the server's memory yourself)"
@@ -431,7 +432,7 @@ mod tests {
     fn spec() -> RunSpec {
         RunSpec {
             db: DbSpec {
-                target: "sqlite:/tmp/x.db".into(),
+                target: Some(TargetSpec::Sqlite("/tmp/x.db".into())),
                 workload: WorkloadSpec { seed: 7, ..Default::default() },
                 key_file: Some("/k".into()),
                 key_kind: KeyKind::Raw,

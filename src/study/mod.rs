@@ -9,8 +9,6 @@
 //! or the batch suite's latency per statement.
 
 mod allocate;
-pub mod canary;
-pub(crate) mod child;
 mod controls;
 pub mod file;
 mod live;
@@ -20,13 +18,13 @@ mod redact;
 mod resume;
 mod summary;
 mod text;
-mod turns;
 
 use crate::driver::RunStatus;
 use crate::interrupt;
+use crate::record::CanaryResult;
 use crate::record::RunRecord;
-use crate::report::CanaryResult;
 use crate::report::{self, RunRow, StudyReport};
+use crate::run::launch::{self, WorkDir};
 use crate::status::Status;
 use crate::store::{Placement, Store};
 use crate::sys::names::slug;
@@ -110,7 +108,17 @@ fn run_blocks(
     let started_at = now();
     let (work, live_dir, live) = open_output(&out_dir, id, opts.metrics_addr.as_deref())?;
     let exe = std::env::current_exe()?;
-    let ctx = child::Context { exe: &exe, study, out: &out_dir, work: work.path(), live: live_dir.as_deref() };
+    let ctx = launch::Context {
+        exe: &exe,
+        out: &out_dir,
+        work: work.path(),
+        live: live_dir.as_deref(),
+        target: &study.target,
+        seed: study.seed,
+        power: &study.power,
+        idle_power: study.idle_power,
+        clients: study.clients.as_ref(),
+    };
 
     eprintln!("study {id} '{}': results store {}, output {}", study.name, store.path.display(), out_dir.display());
     for w in &study.warnings {
@@ -118,7 +126,7 @@ fn run_blocks(
     }
     let (mut active, skipped) = match report_only {
         Some(_) => (study.variants.iter().map(|v| Active::new(v.clone(), Prepared::not_set_up())).collect(), vec![]),
-        None => set_up_variants(&ctx, &work)?,
+        None => set_up_variants(&ctx, study, &work)?,
     };
     let workloads = match report_only {
         Some(_) => study.workloads.clone(),
@@ -142,7 +150,7 @@ fn run_blocks(
     if first > 0 {
         eprintln!("resuming study {id} at block {} (blocks 1-{first} are in the store)", first + 1);
     }
-    let plan = Plan { workloads, per_workload, takes_backups };
+    let plan = Plan { workloads, per_workload, takes_backups, slice: study.interleave };
     let mut gathered = Gathered { rows, canaries: vec![], leak: None };
     let mut block_times: Vec<f64> = Vec::new();
     let mut status = (Status::Completed, None::<String>);
@@ -252,6 +260,8 @@ struct Plan {
     per_workload: Vec<Vec<measures::Measure>>,
     /// A workload takes backups: the canary scan follows its run, to cover a backup too.
     takes_backups: bool,
+    /// The slice length when variants take turns within runs (`interleave`).
+    slice: Option<Duration>,
 }
 
 /// What the blocks gathered beside each variant's own values.
@@ -266,7 +276,7 @@ struct Gathered {
 /// variants that take turns first (in interleaved runs), each run stored as it ends. The
 /// first block of a run (`first`) scans each variant's data at rest for the canary.
 fn run_block(
-    ctx: &child::Context,
+    ctx: &launch::Context,
     store: &mut Store,
     id: i64,
     plan: &Plan,
@@ -274,9 +284,8 @@ fn run_block(
     (block, first, shares): (usize, usize, &allocate::Plan),
     got: &mut Gathered,
 ) -> Result<()> {
-    let study = ctx.study;
-    let order = block_order(active, plan.workloads.len(), study.seed ^ (block as u64) << 20);
-    let mut shared = match study.interleave {
+    let order = block_order(active, plan.workloads.len(), ctx.seed ^ (block as u64) << 20);
+    let mut shared = match plan.slice {
         Some(slice) => interleaved(ctx, active, &plan.workloads, (block, slice, shares), block == first),
         None => BTreeMap::new(),
     };
@@ -291,7 +300,7 @@ fn run_block(
             && !got.canaries.iter().any(|c| c.variant == a.cfg.name);
         let result = match shared.remove(&(wi, i)) {
             Some(result) => result,
-            None => child::run(ctx, &a.cfg, &a.prepared, w, &format!("block{:02}", block + 1), scan),
+            None => launch::run(ctx, &a.cfg, &a.prepared, w, &format!("block{:02}", block + 1), scan),
         };
         let at = Placement { study: id, block, variant: &a.cfg.name, workload: &w.label() };
         let (row, record) = record_run(store, at, w, result)?;
@@ -310,7 +319,7 @@ fn run_block(
         }
         got.rows.push(row);
         if scan && value {
-            let c = child::scan_canary(&a.cfg.name, &a.prepared, ctx.work)?;
+            let c = launch::scan_canary(&a.cfg.name, &a.prepared, ctx.work)?;
             if !c.ok {
                 got.leak = Some(leak_message(&c));
             }
@@ -403,28 +412,6 @@ fn fill_suites(active: &mut [Active], suites: &[measures::Suite]) {
     }
 }
 
-/// The directory variants set themselves up in, under the output directory: removed at
-/// the end, or by the watchdog or the next dbvs command if this process is killed.
-pub(crate) struct WorkDir {
-    dir: tempfile::TempDir,
-    _lease: crate::sys::lease::Lease,
-}
-
-impl WorkDir {
-    pub(crate) fn new(out: &Path, what: &str) -> Result<Self> {
-        let dir = tempfile::Builder::new().prefix(".work-").tempdir_in(out)?;
-        // Managed servers run as their own system users and must be able to reach their data.
-        std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
-        let mut lease = crate::sys::lease::Lease::new(what)?;
-        lease.push(crate::sys::lease::Step::RemoveDir { path: dir.path().to_path_buf() })?;
-        Ok(Self { dir, _lease: lease })
-    }
-
-    pub(crate) fn path(&self) -> &Path {
-        self.dir.path()
-    }
-}
-
 impl Active {
     fn new(cfg: VariantConfig, prepared: Prepared) -> Self {
         Active { cfg, prepared, values: BTreeMap::new(), records: vec![], failed: None }
@@ -436,10 +423,10 @@ type Skipped = Vec<(VariantConfig, String)>;
 
 /// Sets every variant up in the work directory; a variant that cannot be is skipped with
 /// its cause (the baseline cannot be skipped).
-fn set_up_variants(ctx: &child::Context, work: &WorkDir) -> Result<(Vec<Active>, Skipped)> {
+fn set_up_variants(ctx: &launch::Context, study: &StudyFile, work: &WorkDir) -> Result<(Vec<Active>, Skipped)> {
     let (mut active, mut skipped) = (Vec::new(), Vec::new());
-    for (i, v) in ctx.study.variants.iter().enumerate() {
-        match prepare(ctx, v, &work.path().join(format!("v{i}"))) {
+    for (i, v) in study.variants.iter().enumerate() {
+        match launch::prepare(ctx, v, &work.path().join(format!("v{i}")), &study.workloads) {
             Ok(prepared) => active.push(Active::new(v.clone(), prepared)),
             Err(e) if i == 0 => bail!("the baseline variant '{}' cannot run: {e:#}", v.name),
             Err(e) => {
@@ -452,20 +439,6 @@ fn set_up_variants(ctx: &child::Context, work: &WorkDir) -> Result<(Vec<Active>,
         }
     }
     Ok((active, skipped))
-}
-
-pub(crate) fn prepare(ctx: &child::Context, v: &VariantConfig, dir: &Path) -> Result<Prepared> {
-    v.preflight(ctx.study.target.engine)?;
-    std::fs::create_dir_all(dir)?;
-    let p = v.setup(dir)?;
-    let mut built = std::collections::BTreeSet::new();
-    for w in &ctx.study.workloads {
-        // Workloads sharing a database (tpcc and batch; bignw's benchmarks) build it once.
-        if built.insert(child::db_file(w)?) {
-            child::build(ctx, v, &p, w)?;
-        }
-    }
-    Ok(p)
 }
 
 /// The order of one block's runs: workloads in random order and, for each, every variant
@@ -489,7 +462,7 @@ fn block_order(active: &[Active], workloads: usize, seed: u64) -> Vec<(usize, us
 /// workload allows: see `WorkloadConfig::turns_across_processes`). Returns their results
 /// by (workload, variant); the rest run alone in the block as usual.
 fn interleaved(
-    ctx: &child::Context,
+    ctx: &launch::Context,
     active: &[Active],
     workloads: &[file::WorkloadConfig],
     (block, slice, shares): (usize, Duration, &allocate::Plan),
@@ -498,10 +471,10 @@ fn interleaved(
     let mut out = BTreeMap::new();
     for (wi, w) in workloads.iter().enumerate().filter(|(_, w)| w.interleaves()) {
         // Each block its own slice order, drawn from the study's seed.
-        let seed = ctx.study.seed ^ ((block as u64 + 1) << 32) ^ wi as u64;
+        let seed = ctx.seed ^ ((block as u64 + 1) << 32) ^ wi as u64;
         let running = (0..active.len()).filter(|&i| active[i].failed.is_none());
         let (mut sharing, own): (Vec<usize>, Vec<usize>) =
-            running.partition(|&i| child::can_share(&active[i].prepared));
+            running.partition(|&i| launch::can_share(&active[i].prepared));
         let own = if w.turns_across_processes() { own } else { vec![] };
         // Each block also sets its variants up in a random order: whatever comes with being
         // first (memory laid out first, threads started first) would otherwise favour one
@@ -518,12 +491,12 @@ fn interleaved(
             groups.iter().map(|g| g.iter().map(|&i| (&active[i].cfg, &active[i].prepared)).collect()).collect();
         // The canary scan follows each variant's first run, of the first workload only.
         let keep = scan && wi == 0;
-        let schedule = child::Schedule {
+        let schedule = launch::Schedule {
             slice,
             seed,
             shares: if w.shares_by_need() { shares.slices(&groups.concat()) } else { vec![] },
         };
-        let results = child::run_interleaved(ctx, &sides, w, &format!("block{:02}", block + 1), &schedule, keep);
+        let results = launch::run_interleaved(ctx, &sides, w, &format!("block{:02}", block + 1), &schedule, keep);
         out.extend(groups.into_iter().flatten().map(|i| (wi, i)).zip(results.into_iter().flatten()));
     }
     out
@@ -533,14 +506,14 @@ fn interleaved(
 /// the baseline, so every variant does the same work (the seed derived its iteration
 /// counts once, too).
 fn calibrate(
-    ctx: &child::Context,
+    ctx: &launch::Context,
     base: &Active,
     workloads: &[file::WorkloadConfig],
 ) -> Result<Vec<file::WorkloadConfig>> {
     let mut out = workloads.to_vec();
     for w in out.iter_mut().filter(|w| w.needs_calibration()) {
         let pilot = file::WorkloadConfig { repeat: Some(1), ..w.clone() };
-        let record = child::run(ctx, &base.cfg, &base.prepared, &pilot, "calibration", false)
+        let record = launch::run(ctx, &base.cfg, &base.prepared, &pilot, "calibration", false)
             .and_then(|r| match &r.status {
                 RunStatus::Completed => Ok(r),
                 _ => bail!("{}", r.cause().unwrap_or("the run did not complete")),

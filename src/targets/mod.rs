@@ -11,6 +11,7 @@ pub mod managed_maria;
 pub mod managed_pg;
 pub mod mysql;
 pub mod postgres;
+pub mod spec;
 pub mod sql;
 pub mod sqlite;
 
@@ -18,6 +19,8 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+
+pub use spec::TargetSpec;
 
 /// An open connection to an engine. Only `targets/` matches on it; workloads go through
 /// the [`sql`] seam.
@@ -199,7 +202,7 @@ pub trait RunCopy: Database {
     }
 }
 
-/// Everything besides the `--target` string that decides how to reach a target.
+/// Everything besides the target spec that decides how to reach a target.
 #[derive(Default)]
 pub struct TargetOptions {
     pub key: Option<sqlite::Key>,
@@ -221,108 +224,100 @@ pub struct TargetOptions {
     pub listen: Option<String>,
 }
 
-const TARGET_HINT: &str = "expected sqlite:PATH, postgres://USER@HOST[:PORT]/DB, mysql://USER@HOST[:PORT]/DB, \
-     managed-postgres[:VERSION], managed-mariadb or managed-galera[:NODES]";
-
-/// Parses a `--target` value. A managed server is started here and stops when the target
-/// (and every database handed out by it) is dropped.
-pub fn parse(spec: &str, opts: TargetOptions) -> Result<Box<dyn Target>> {
-    if opts.listen.is_some() && !spec.starts_with("managed-postgres") {
+/// Opens the target a spec names. A managed server is started here and stops when the
+/// target (and every database handed out by it) is dropped.
+pub fn open(spec: &TargetSpec, opts: TargetOptions) -> Result<Box<dyn Target>> {
+    if opts.listen.is_some() && !matches!(spec, TargetSpec::ManagedPostgres(_)) {
         bail!(
             "--listen applies to managed-postgres (your own server listens where you configured it; a managed \
              MariaDB listens on loopback only)"
         );
     }
-    if opts.log_dir.is_some() && !(spec == "managed-mariadb" || spec.starts_with("managed-postgres")) {
+    if opts.log_dir.is_some() && !matches!(spec, TargetSpec::ManagedMariadb | TargetSpec::ManagedPostgres(_)) {
         bail!(
             "--log-dir applies to managed-postgres and managed-mariadb only (SQLite keeps its WAL beside the \
              database; your own server's log is its own configuration)"
         );
     }
-    if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
-        let password = opts.password.or_else(|| std::env::var("PGPASSWORD").ok());
-        let info = postgres::PgConnInfo::parse(spec, password)?;
-        return Ok(Box::new(postgres::PgTarget::new(info, spec.to_string(), None, backup::BackupPlace::client_side())));
-    }
-    if spec.starts_with("mysql://") || spec.starts_with("mariadb://") {
-        let password = opts.password.or_else(|| std::env::var("MYSQL_PWD").ok());
-        let info = mysql::MyConnInfo::parse(spec, password)?;
-        return Ok(Box::new(mysql::MyTarget::external(info, spec.to_string())));
-    }
-    if spec == "managed-mariadb" {
-        let data = opts.data_dir.unwrap_or_else(managed_maria::default_data_dir);
-        let server = managed_maria::ManagedMaria::start(
-            &data,
-            opts.log_dir.as_deref(),
-            &opts.server_settings,
-            &opts.server_cgroups,
-        )?;
-        let info = mysql::MyConnInfo {
-            host: "127.0.0.1".into(),
-            port: server.port,
-            user: managed_maria::SUPERUSER.into(),
-            password: None,
-            dbname: opts.default_db,
-            other_nodes: vec![],
-        };
-        let location = format!("managed MariaDB {} in {}", server.version, server.data_dir().display());
-        let encrypted = encrypts_tables(&opts.server_settings);
-        return Ok(Box::new(mysql::MyTarget::managed(info, location, std::sync::Arc::new(server), encrypted)));
-    }
-    if let Some(rest) = spec.strip_prefix("managed-galera") {
-        let nodes = match rest.strip_prefix(':') {
-            Some(n) => n.parse().ok().with_context(|| format!("invalid target '{spec}': managed-galera:N, N nodes"))?,
-            None if rest.is_empty() => 3,
-            None => bail!("invalid target '{spec}': {TARGET_HINT}"),
-        };
-        let data = opts.data_dir.unwrap_or_else(galera::default_data_dir);
-        let cluster = galera::Galera::start(&data, nodes, &opts.server_settings, &opts.server_cgroups)?;
-        let ports = cluster.ports();
-        let info = mysql::MyConnInfo {
-            host: "127.0.0.1".into(),
-            port: ports[0],
-            user: managed_maria::SUPERUSER.into(),
-            password: None,
-            dbname: opts.default_db,
-            other_nodes: ports[1..].to_vec(),
-        };
-        let location =
-            format!("managed Galera cluster of {nodes} MariaDB {} nodes in {}", cluster.version(), data.display());
-        let encrypted = encrypts_tables(&opts.server_settings);
-        return Ok(Box::new(mysql::MyTarget::cluster(info, location, std::sync::Arc::new(cluster), encrypted)));
-    }
-    if let Some(rest) = spec.strip_prefix("managed-postgres") {
-        let version = match rest.strip_prefix(':') {
-            Some(v) => Some(v),
-            None if rest.is_empty() => None,
-            None => bail!("invalid target '{spec}': {TARGET_HINT}"),
-        };
-        let data = match opts.data_dir {
-            Some(d) => d,
-            None => managed_pg::default_data_dir(version)?,
-        };
-        let mut settings = opts.server_settings.clone();
-        settings.extend(opts.listen.as_ref().map(|a| ("listen_addresses".to_string(), format!("127.0.0.1,{a}"))));
-        let server =
-            managed_pg::ManagedPg::start(version, &data, opts.log_dir.as_deref(), &settings, &opts.server_cgroups)?;
-        let password = opts.listen.as_ref().map(|_| server.admit_remote()).transpose()?;
-        let info = postgres::PgConnInfo {
-            host: opts.listen.clone().unwrap_or_else(|| "127.0.0.1".into()),
-            port: server.port,
-            user: managed_pg::SUPERUSER.into(),
-            password,
-            dbname: opts.default_db,
-        };
-        let location = format!("managed PostgreSQL {} in {}", server.version, server.data_dir().display());
-        let backups = backup::BackupPlace::beside(server.data_dir(), Some(server.bin_dir().to_path_buf()));
-        return Ok(Box::new(postgres::PgTarget::new(info, location, Some(std::sync::Arc::new(server)), backups)));
-    }
-    match spec.split_once(':') {
-        Some(("sqlite", path)) if !path.is_empty() => {
-            Ok(Box::new(sqlite::SqliteTarget::new(path.into(), opts.key, opts.cipher_pragmas)))
+    match spec {
+        TargetSpec::Sqlite(path) => {
+            Ok(Box::new(sqlite::SqliteTarget::new(path.clone(), opts.key, opts.cipher_pragmas)))
         }
-        _ => bail!("invalid target '{spec}': {TARGET_HINT}"),
+        TargetSpec::Postgres(url) => {
+            let password = opts.password.or_else(|| std::env::var("PGPASSWORD").ok());
+            let info = postgres::PgConnInfo::parse(url, password)?;
+            Ok(Box::new(postgres::PgTarget::new(info, url.clone(), None, backup::BackupPlace::client_side())))
+        }
+        TargetSpec::Mysql(url) => {
+            let password = opts.password.or_else(|| std::env::var("MYSQL_PWD").ok());
+            let info = mysql::MyConnInfo::parse(url, password)?;
+            Ok(Box::new(mysql::MyTarget::external(info, url.clone())))
+        }
+        TargetSpec::ManagedPostgres(version) => managed_postgres(version.as_deref(), opts),
+        TargetSpec::ManagedMariadb => managed_mariadb(opts),
+        TargetSpec::ManagedGalera(nodes) => managed_galera(*nodes, opts),
     }
+}
+
+fn managed_mariadb(opts: TargetOptions) -> Result<Box<dyn Target>> {
+    let data = opts.data_dir.unwrap_or_else(managed_maria::default_data_dir);
+    let server = managed_maria::ManagedMaria::start(
+        &data,
+        opts.log_dir.as_deref(),
+        &opts.server_settings,
+        &opts.server_cgroups,
+    )?;
+    let info = mysql::MyConnInfo {
+        host: "127.0.0.1".into(),
+        port: server.port,
+        user: managed_maria::SUPERUSER.into(),
+        password: None,
+        dbname: opts.default_db,
+        other_nodes: vec![],
+    };
+    let location = format!("managed MariaDB {} in {}", server.version, server.data_dir().display());
+    let encrypted = encrypts_tables(&opts.server_settings);
+    Ok(Box::new(mysql::MyTarget::managed(info, location, std::sync::Arc::new(server), encrypted)))
+}
+
+fn managed_galera(nodes: usize, opts: TargetOptions) -> Result<Box<dyn Target>> {
+    let data = opts.data_dir.unwrap_or_else(galera::default_data_dir);
+    let cluster = galera::Galera::start(&data, nodes, &opts.server_settings, &opts.server_cgroups)?;
+    let ports = cluster.ports();
+    let info = mysql::MyConnInfo {
+        host: "127.0.0.1".into(),
+        port: ports[0],
+        user: managed_maria::SUPERUSER.into(),
+        password: None,
+        dbname: opts.default_db,
+        other_nodes: ports[1..].to_vec(),
+    };
+    let location =
+        format!("managed Galera cluster of {nodes} MariaDB {} nodes in {}", cluster.version(), data.display());
+    let encrypted = encrypts_tables(&opts.server_settings);
+    Ok(Box::new(mysql::MyTarget::cluster(info, location, std::sync::Arc::new(cluster), encrypted)))
+}
+
+fn managed_postgres(version: Option<&str>, opts: TargetOptions) -> Result<Box<dyn Target>> {
+    let data = match opts.data_dir {
+        Some(d) => d,
+        None => managed_pg::default_data_dir(version)?,
+    };
+    let mut settings = opts.server_settings.clone();
+    settings.extend(opts.listen.as_ref().map(|a| ("listen_addresses".to_string(), format!("127.0.0.1,{a}"))));
+    let server =
+        managed_pg::ManagedPg::start(version, &data, opts.log_dir.as_deref(), &settings, &opts.server_cgroups)?;
+    let password = opts.listen.as_ref().map(|_| server.admit_remote()).transpose()?;
+    let info = postgres::PgConnInfo {
+        host: opts.listen.clone().unwrap_or_else(|| "127.0.0.1".into()),
+        port: server.port,
+        user: managed_pg::SUPERUSER.into(),
+        password,
+        dbname: opts.default_db,
+    };
+    let location = format!("managed PostgreSQL {} in {}", server.version, server.data_dir().display());
+    let backups = backup::BackupPlace::beside(server.data_dir(), Some(server.bin_dir().to_path_buf()));
+    Ok(Box::new(postgres::PgTarget::new(info, location, Some(std::sync::Arc::new(server)), backups)))
 }
 
 /// The database a client environment ([`Database::client_env`]) names, reached from this
@@ -347,7 +342,7 @@ pub fn from_client_env(env: &[(String, String)]) -> Result<Box<dyn Database>> {
         ),
         other => bail!("remote clients reach PostgreSQL and MariaDB servers, not {}", other.unwrap_or("this engine")),
     };
-    parse(&url, TargetOptions { password, ..TargetOptions::default() })?.existing()
+    open(&url.parse()?, TargetOptions { password, ..TargetOptions::default() })?.existing()
 }
 
 /// Whether a MariaDB server's settings turn on InnoDB's data-at-rest encryption.
@@ -513,11 +508,8 @@ mod tests {
     }
 
     #[test]
-    fn parses_sqlite_targets_and_rejects_the_rest() {
-        assert_eq!(parse("sqlite:/tmp/x.db", TargetOptions::default()).unwrap().info().location, "/tmp/x.db");
-        for bad in ["sqlite:", "x.db", "mongo://h/db", "", "managed-postgresql"] {
-            let e = parse(bad, TargetOptions::default()).err().unwrap().to_string();
-            assert!(e.contains("expected sqlite:PATH"), "{e}");
-        }
+    fn an_sqlite_target_is_the_file_it_names() {
+        let spec = TargetSpec::Sqlite("/tmp/x.db".into());
+        assert_eq!(open(&spec, TargetOptions::default()).unwrap().info().location, "/tmp/x.db");
     }
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::workloads::Options;
 
 const GOOD: &str = r#"
 name = "t"

@@ -1,31 +1,40 @@
-//! Runs `dbvs build` and `dbvs run` as child processes for a variant: arguments, the
-//! variant's environment, logs, Ctrl-C forwarding, and the run record read back as JSON.
+//! The launcher: runs `dbvs build` and `dbvs run` as child processes for a variant (its
+//! spec, environment, logs, Ctrl-C forwarding) and reads the run record back. Studies and
+//! capacity searches both launch their runs through it.
 
 use super::canary;
-use super::file::{StudyFile, WorkloadConfig};
+use super::config::{TargetConfig, WorkloadConfig};
 use crate::driver::RunStatus;
 use crate::interrupt;
+use crate::record::CanaryResult;
 use crate::record::RunRecord;
-use crate::report::CanaryResult;
 use crate::run::board::Board;
 use crate::run::start::SharedTurns;
 use crate::run::{DbSpec, LimitScope, Limits, LiveFile, PacingSpec, RunSpec, Side, TelemetrySpec};
 use crate::sys::names::slug;
-use crate::targets::Engine;
+use crate::targets::{Engine, TargetSpec};
 use crate::variants::{Prepared, VariantConfig};
 use anyhow::{bail, Context as _, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+/// What every run a study (or a capacity search) launches shares.
 pub struct Context<'a> {
     pub exe: &'a Path,
-    pub study: &'a StudyFile,
     pub out: &'a Path,
-    /// The study's work directory (variants, scratch files), torn down with the study.
+    /// The work directory (variants, scratch files), torn down with the study.
     pub work: &'a Path,
     /// Where runs publish their live metrics, when the study serves them.
     pub live: Option<&'a Path>,
+    pub target: &'a TargetConfig,
+    /// The seed of every workload's data and choices.
+    pub seed: u64,
+    /// Where power readings come from (`auto`, `none` or a source), and the idle time
+    /// measured before each run.
+    pub power: &'a str,
+    pub idle_power: Duration,
+    pub clients: Option<&'a crate::remote::ClientsSpec>,
 }
 
 const SCAN_COPY: &str = "canary-scan.db";
@@ -45,35 +54,72 @@ pub fn db_file(w: &WorkloadConfig) -> Result<String> {
     Ok(format!("{build}-{}.db", slug(w.size.as_deref().unwrap_or("default"))))
 }
 
+/// Sets variant `v` up in `dir` and builds its pristine database for each of `workloads`.
+pub fn prepare(ctx: &Context, v: &VariantConfig, dir: &Path, workloads: &[WorkloadConfig]) -> Result<Prepared> {
+    v.preflight(ctx.target.engine)?;
+    std::fs::create_dir_all(dir)?;
+    let p = v.setup(dir)?;
+    let mut built = std::collections::BTreeSet::new();
+    for w in workloads {
+        // Workloads sharing a database (tpcc and batch; bignw's benchmarks) build it once.
+        if built.insert(db_file(w)?) {
+            build(ctx, v, &p, w)?;
+        }
+    }
+    Ok(p)
+}
+
+/// The directory variants set themselves up in, under the output directory: removed at
+/// the end, or by the watchdog or the next dbvs command if this process is killed.
+pub struct WorkDir {
+    dir: tempfile::TempDir,
+    _lease: crate::sys::lease::Lease,
+}
+
+impl WorkDir {
+    pub fn new(out: &Path, what: &str) -> Result<Self> {
+        let dir = tempfile::Builder::new().prefix(".work-").tempdir_in(out)?;
+        // Managed servers run as their own system users and must be able to reach their data.
+        std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+        let mut lease = crate::sys::lease::Lease::new(what)?;
+        lease.push(crate::sys::lease::Step::RemoveDir { path: dir.path().to_path_buf() })?;
+        Ok(Self { dir, _lease: lease })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
 /// The database a run uses: target, workload, size, seed and encryption. A managed
 /// server keeps every workload's database in its one data directory; a standalone
 /// workload (fileio) works in a directory of the variant's storage.
 fn db_spec(ctx: &Context, p: &Prepared, w: &WorkloadConfig) -> Result<DbSpec> {
     let server_dir = Some(p.data_dir.join("server"));
-    let (target, data_dir) = match ctx.study.target.engine {
-        _ if standalone(w) => (String::new(), Some(p.data_dir.join(STANDALONE_DIR))),
-        Engine::Postgres => ("managed-postgres".to_string(), server_dir),
-        Engine::Mariadb => match ctx.study.target.nodes {
-            Some(n) => (format!("managed-galera:{n}"), server_dir),
-            None => ("managed-mariadb".to_string(), server_dir),
+    let (target, data_dir) = match ctx.target.engine {
+        _ if standalone(w) => (None, Some(p.data_dir.join(STANDALONE_DIR))),
+        Engine::Postgres => (Some(TargetSpec::ManagedPostgres(None)), server_dir),
+        Engine::Mariadb => match ctx.target.nodes {
+            Some(n) => (Some(TargetSpec::ManagedGalera(n)), server_dir),
+            None => (Some(TargetSpec::ManagedMariadb), server_dir),
         },
-        Engine::Sqlite => (format!("sqlite:{}", p.data_dir.join(db_file(w)?).display()), None),
+        Engine::Sqlite => (Some(TargetSpec::Sqlite(p.data_dir.join(db_file(w)?))), None),
     };
-    let settings = ctx.study.target.settings.iter().map(|(k, v)| (k.clone(), v.clone()));
+    let settings = ctx.target.settings.iter().map(|(k, v)| (k.clone(), v.clone()));
     Ok(DbSpec {
         target,
-        workload: w.args(ctx.study.seed),
+        workload: w.args(ctx.seed),
         key_file: p.key.as_ref().map(|(f, _)| f.clone()),
         key_kind: p.key.as_ref().map(|(_, k)| *k).unwrap_or_default(),
         cipher_pragmas: p.cipher_pragmas.clone(),
         password_file: None,
-        log_dir: match ctx.study.target.engine {
+        log_dir: match ctx.target.engine {
             Engine::Postgres | Engine::Mariadb if !standalone(w) => p.log_dir.as_ref().map(|d| d.join("server")),
             _ => None,
         },
         data_dir,
         server_settings: settings.chain(p.server_settings.iter().cloned()).collect(),
-        listen: ctx.study.target.listen.clone().filter(|_| !standalone(w)),
+        listen: ctx.target.listen.clone().filter(|_| !standalone(w)),
         limits: None,
         inject_delay: p.inject_delay,
         fuse_daemons: p.daemons.clone(),
@@ -173,8 +219,8 @@ pub fn run_beside(
     tag: &str,
 ) -> Result<RunRecord> {
     let db = DbSpec {
-        target: format!("sqlite:{}", p.data_dir.join(format!("companion-{}", db_file(companion)?)).display()),
-        workload: companion.args(ctx.study.seed),
+        target: Some(TargetSpec::Sqlite(p.data_dir.join(format!("companion-{}", db_file(companion)?)))),
+        workload: companion.args(ctx.seed),
         key_file: None,
         key_kind: Default::default(),
         cipher_pragmas: vec![],
@@ -255,7 +301,7 @@ impl RunCommand {
         let mut cmd = Command::new(ctx.exe);
         // Limits apply where the work runs: the run process for SQLite and standalone
         // workloads, else the server.
-        let in_process = ctx.study.target.engine == Engine::Sqlite || standalone(w);
+        let in_process = ctx.target.engine == Engine::Sqlite || standalone(w);
         let scope = if in_process { LimitScope::Process } else { LimitScope::Server };
         let mut all = Vec::new();
         for (_, p) in sides {
@@ -291,8 +337,7 @@ impl RunCommand {
 /// scan also sees what a run wrote (a server's data directory already holds the pristine
 /// database, its logs and WAL).
 fn scan_copy(ctx: &Context, p: &Prepared, keep_for_scan: bool) -> Option<String> {
-    (keep_for_scan && ctx.study.target.engine == Engine::Sqlite)
-        .then(|| p.data_dir.join(SCAN_COPY).display().to_string())
+    (keep_for_scan && ctx.target.engine == Engine::Sqlite).then(|| p.data_dir.join(SCAN_COPY).display().to_string())
 }
 
 /// Whether a variant can share a run process with others: it needs no environment of its
@@ -358,7 +403,7 @@ pub fn run_interleaved(
         commands.into_iter().map(|r| ((r.json, r.log_path), (r.cmd, r.log))).unzip();
     let statuses = match children.len() {
         1 => children.into_iter().map(|(cmd, log)| wait(cmd, log)).collect(),
-        _ => super::turns::run_together(children),
+        _ => super::together::run_together(children),
     };
     let _ = std::fs::remove_file(&board);
     groups
@@ -407,8 +452,8 @@ fn run_spec(ctx: &Context, db: DbSpec, w: &WorkloadConfig, json: &Path) -> Resul
         idle: w.idle,
         memory: w.memory_bytes()?,
         telemetry: TelemetrySpec {
-            power: ctx.study.power.parse().map_err(anyhow::Error::msg)?,
-            idle_power: ctx.study.idle_power,
+            power: ctx.power.parse().map_err(anyhow::Error::msg)?,
+            idle_power: ctx.idle_power,
             ..TelemetrySpec::default()
         },
         json: Some(json.to_path_buf()),
@@ -419,7 +464,7 @@ fn run_spec(ctx: &Context, db: DbSpec, w: &WorkloadConfig, json: &Path) -> Resul
         slice_seed: 0,
         slice_shares: vec![],
         turns: None,
-        clients: ctx.study.clients.clone().filter(|_| !standalone(w)),
+        clients: ctx.clients.filter(|_| !standalone(w)).cloned(),
         companion: None,
     })
 }

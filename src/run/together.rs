@@ -3,9 +3,9 @@
 //! every ready one gets the same go. One that ends before it is ready is left out; the
 //! others run without it and its run is failed with the cause in its log.
 
-use super::child::wait_child;
+use super::launch::wait_child;
+use super::start::{go_line, READY};
 use crate::interrupt;
-use crate::run::start::{go_line, READY};
 use anyhow::Result;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};

@@ -1,0 +1,200 @@
+//! A run's target and workload in a file's words: the `[target]` and `[[workloads]]`
+//! sections the study file and the capacity file share, and how they become a run's spec.
+
+use crate::workloads::{Kind, Options, WorkloadSpec};
+use anyhow::{Context as _, Result};
+use serde::{Deserialize, Deserializer, Serialize};
+use std::time::Duration;
+
+/// Where the variants run: embedded SQLite, or a private PostgreSQL or MariaDB instance per
+/// variant, whose data directory lives on the variant's storage.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetConfig {
+    #[serde(default)]
+    pub engine: crate::targets::Engine,
+    /// Server settings for managed instances, e.g. { shared_buffers = "256MB" }.
+    #[serde(default)]
+    pub settings: std::collections::BTreeMap<String, String>,
+    /// Managed PostgreSQL instances also listen on this address of this machine, for the
+    /// study's `[clients]` (see `dbvs run --listen`).
+    #[serde(default)]
+    pub listen: Option<String>,
+    /// With `engine = "mariadb"`: each variant's server is a Galera cluster of this many
+    /// nodes (`managed-galera:N`), the variant's settings on every node.
+    #[serde(default)]
+    pub nodes: Option<usize>,
+}
+
+impl Default for TargetConfig {
+    fn default() -> Self {
+        Self { engine: crate::targets::Engine::Sqlite, settings: Default::default(), listen: None, nodes: None }
+    }
+}
+
+/// One `[[workloads]]` entry: `name = "..."` and that workload's own options (see
+/// [`Options`]), beside what every workload takes. A key neither knows is an error.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub struct WorkloadConfig {
+    #[serde(flatten)]
+    pub options: Options,
+    /// How reports name this workload [default: the name, plus the TPC-C profile].
+    pub label: Option<String>,
+    /// In the workload's own terms (see `dbvs run --help`) [default: the workload's].
+    pub size: Option<String>,
+    /// Repetitions of a fixed-work workload's unit (batch, bignw, fileio, cipher).
+    pub repeat: Option<u32>,
+    #[serde(default = "one")]
+    pub threads: u32,
+    #[serde(default = "default_duration", with = "crate::sys::units::duration_text")]
+    pub duration: Duration,
+    #[serde(default = "default_warmup", with = "crate::sys::units::duration_text")]
+    pub warmup: Duration,
+    #[serde(default, with = "crate::sys::units::duration_text")]
+    pub think_time: Duration,
+    #[serde(default = "default_ramp_rate")]
+    pub ramp_rate: f64,
+    /// Drop the OS page cache before every run.
+    #[serde(default)]
+    pub cold: bool,
+    /// Idle this long before every run, after its fresh copy is settled (seeds 000 and 001
+    /// idled 10-20 minutes after each restore).
+    #[serde(default, with = "crate::sys::units::duration_text")]
+    pub idle: Duration,
+    /// The memory each run may use, page cache included (e.g. "64MB"), so a database larger
+    /// than it reads from storage (see `run::memory`).
+    pub memory: Option<String>,
+    /// A fixed amount of work per thread instead of a timed window (seed 002: 1000 requests).
+    pub iterations: Option<u64>,
+    #[serde(default, deserialize_with = "optional_duration")]
+    pub random_sleep: Option<Duration>,
+    /// Which entry of the file this came from (bignw entries split into one per benchmark),
+    /// so errors point at its lines.
+    #[serde(skip)]
+    pub(crate) entry: usize,
+    /// Independent databases run side by side, each with `threads` workers (ds2, tpcb,
+    /// tpcc); the measure is their total.
+    #[serde(default = "one")]
+    pub instances: u32,
+    /// With several instances, each starts this long after the one before (seed 000: 15 s).
+    #[serde(default, with = "crate::sys::units::duration_text")]
+    pub stagger: Duration,
+    /// This entry's keys in the study's quick form (see `study::quick`).
+    #[serde(default, skip_serializing)]
+    pub(crate) quick: Option<toml::Table>,
+}
+
+impl WorkloadConfig {
+    pub fn name(&self) -> &'static str {
+        self.options.name()
+    }
+
+    /// The name reports use: the label, else the workload name and its TPC-C profile.
+    pub fn label(&self) -> String {
+        self.label.clone().unwrap_or_else(|| self.options.describe())
+    }
+
+    /// The workload's arguments, as `dbvs run` would build them.
+    pub fn args(&self, seed: u64) -> WorkloadSpec {
+        WorkloadSpec {
+            options: self.options.clone(),
+            size: self.size.clone(),
+            repeat: self.repeat,
+            seed,
+            cold: self.cold,
+            keep_backup: false,
+        }
+    }
+
+    /// The workload itself; checks its size and options.
+    pub fn kind(&self) -> Result<Kind> {
+        self.args(0).kind()
+    }
+
+    /// Whether variants can take turns on this workload within one run: a throughput
+    /// workload over a timed window (not a fixed amount of work, not several instances).
+    pub fn interleaves(&self) -> bool {
+        self.kind().is_ok_and(|k| k.as_driven().is_some_and(|w| w.supports_instances()))
+            && self.iterations.is_none()
+            && self.instances <= 1
+    }
+
+    /// Whether variants that need a run process of their own can take turns with the
+    /// others from it. Not when the runs' memory is limited (each process would get a
+    /// whole limit where an interleaved run's variants share one) or the page cache is
+    /// dropped before each run (one process's drop would hit another's start).
+    pub fn turns_across_processes(&self) -> bool {
+        self.memory.is_none() && !self.cold
+    }
+
+    /// Whether a block's slices may go to the variants by need (`study::allocate`). Not when
+    /// their databases share a memory limit or start from a dropped cache: a variant that
+    /// runs more keeps more of its data cached, so its share would change its rate.
+    pub fn shares_by_need(&self) -> bool {
+        self.memory.is_none() && !self.cold
+    }
+
+    /// Whether a pilot run must calibrate this workload before the blocks.
+    pub fn needs_calibration(&self) -> bool {
+        self.kind().is_ok_and(|k| k.as_driven().is_some_and(|w| w.needs_calibration()))
+    }
+
+    /// Folds in what a pilot run calibrated, so every later run does the same work.
+    pub fn calibrate(&mut self, found: &str) -> Result<()> {
+        let kind = self.kind()?;
+        let options = kind.as_driven().and_then(|w| w.calibrated(found));
+        self.options = options.with_context(|| format!("{} calibrates nothing", self.label()))?;
+        Ok(())
+    }
+
+    /// The entry as the workloads a study compares: one per part the workload names
+    /// (bignw: per benchmark), else itself.
+    pub(crate) fn split(self) -> Vec<WorkloadConfig> {
+        let parts = self.kind().map(|k| k.as_driven().map(|w| w.parts()).unwrap_or_default()).unwrap_or_default();
+        if parts.is_empty() {
+            return vec![self];
+        }
+        parts
+            .into_iter()
+            .map(|p| WorkloadConfig {
+                label: Some(format!("{} {}", self.label(), p.about)),
+                options: p.options,
+                ..self.clone()
+            })
+            .collect()
+    }
+}
+
+impl WorkloadConfig {
+    /// The keys every workload entry takes beside its own options, for a "did you mean"
+    /// (see `text::syntax_error`): read off the struct itself, as a workload without options
+    /// of its own writes them.
+    pub(crate) fn common_keys() -> Vec<String> {
+        let plain: Option<WorkloadConfig> = toml::from_str("name = \"tpcb\"").ok();
+        let json = plain.and_then(|w| serde_json::to_value(w).ok());
+        let keys = json.as_ref().and_then(|j| j.as_object()).map(|o| o.keys().filter(|k| *k != "name").cloned());
+        keys.map(Iterator::collect).unwrap_or_default()
+    }
+
+    /// `memory` in bytes.
+    pub fn memory_bytes(&self) -> Result<Option<u64>> {
+        self.memory.as_deref().map(|m| crate::sys::units::parse_bytes(m).map_err(anyhow::Error::msg)).transpose()
+    }
+}
+
+fn one() -> u32 {
+    1
+}
+fn default_duration() -> Duration {
+    Duration::from_secs(30)
+}
+fn default_warmup() -> Duration {
+    Duration::from_secs(5)
+}
+fn default_ramp_rate() -> f64 {
+    10.0
+}
+
+fn optional_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    crate::sys::units::duration_text::deserialize(d).map(Some)
+}
