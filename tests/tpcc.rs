@@ -105,7 +105,7 @@ fn hammerora_profiles_iterations_and_sleeps_pace_the_run() {
     assert!(r["metrics"]["transactions"].as_u64().unwrap() <= 2, "{}", r["metrics"]);
 
     let o = dbvs(&["run", "--target", &t, "--workload", "tpcc", "--iterations", "5", "--warmup", "5s"]);
-    assert!(stderr(&o).contains("takes no --warmup"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--warmup is not taken with iterations"), "{}", stderr(&o));
     let o = dbvs(&["run", "--target", &t, "--workload", "tpcc", "--profile", "fast"]);
     assert!(stderr(&o).contains("unknown TPC-C profile 'fast'"), "{}", stderr(&o));
 }

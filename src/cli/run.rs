@@ -1,6 +1,7 @@
 //! `dbvs run`: the flags of one run, turned into a [`RunSpec`] once.
 
 use super::DbArgs;
+use crate::run::load::Load;
 use crate::run::{PacingSpec, RunSpec, TelemetrySpec};
 use crate::sys::units::parse_duration;
 use anyhow::Result;
@@ -13,29 +14,8 @@ use std::time::Duration;
 pub struct RunArgs {
     #[command(flatten)]
     pub db: DbArgs,
-    /// Worker threads (virtual users), each with its own connection.
-    #[arg(long, visible_alias = "users", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
-    threads: u32,
-    /// Measured time after warmup (e.g. 60s, 10m) [default: 60s; with --iterations, no limit].
-    #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
-    duration: Option<Duration>,
-    /// Time before measuring (HammerDB's rampup); statistics are reset when it ends.
-    #[arg(long, visible_alias = "rampup", value_parser = parse_duration, allow_hyphen_values = true)]
-    warmup: Option<Duration>,
-    /// Units each thread runs, then stops (HammerDB's per-user iterations, e.g. 1000); the run
-    /// ends when all are done. Counts from the first unit, so it takes no --warmup.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    iterations: Option<u64>,
-    /// Mean think time after each unit; each pause is uniform in [0, 2 x think time).
-    #[arg(long, default_value = "0", value_parser = parse_duration, allow_hyphen_values = true, conflicts_with = "random_sleep")]
-    think_time: Duration,
-    /// A random sleep of up to this long after each unit (HammerDB-style, e.g. 10ms): the
-    /// same as a think time of half of it.
-    #[arg(long, value_name = "MAX", value_parser = parse_duration, allow_hyphen_values = true)]
-    random_sleep: Option<Duration>,
-    /// Threads started per second during ramp-up (DS2's ramp_rate).
-    #[arg(long, default_value_t = 10.0)]
-    ramp_rate: f64,
+    #[command(flatten)]
+    load: Load,
     /// How often to print a DS2-format progress line.
     #[arg(long, default_value = "10s", value_parser = parse_duration, allow_hyphen_values = true)]
     report_interval: Duration,
@@ -86,10 +66,6 @@ pub struct RunArgs {
     /// gives the total and each instance's figures.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     instances: u32,
-    /// With several --instances, start each this long after the one before (seed 000's
-    /// clients started 15 s apart); each is measured over its own window.
-    #[arg(long, default_value = "0s", value_parser = parse_duration)]
-    stagger: Duration,
     /// Run the workers on these hosts instead of here (user@host1,user@host2, as ssh takes
     /// them; the user's own keys and known hosts), split evenly; the target must be a
     /// server they reach. Each host needs the same dbvs version (see --client-dbvs).
@@ -119,17 +95,7 @@ impl RunArgs {
     fn spec(self) -> Result<RunSpec> {
         Ok(RunSpec {
             db: crate::run::DbSpec { inject_delay: self.inject_delay, ..self.db.flags(self.cold)? },
-            pacing: PacingSpec {
-                threads: self.threads,
-                duration: self.duration,
-                warmup: self.warmup,
-                iterations: self.iterations,
-                think_time: self.think_time,
-                random_sleep: self.random_sleep,
-                ramp_rate: self.ramp_rate,
-                report_interval: self.report_interval,
-                stagger: self.stagger,
-            },
+            pacing: PacingSpec { load: self.load, report_interval: self.report_interval },
             instances: self.instances,
             cold: self.cold,
             idle: self.idle,

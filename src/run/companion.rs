@@ -3,6 +3,7 @@
 //! its own). They start on the instances' barrier, measure in the same window and are
 //! recorded apart, so the run's figures stay the instances'.
 
+use super::load::Load;
 use super::spec::{PacingSpec, RunSpec};
 use super::{ensure_built, Instance};
 use crate::driver::{Pacing, RunResult};
@@ -40,7 +41,9 @@ impl Companions {
             copy.settle()?;
         }
         // Its own threads and think time, in the run's warmup and window.
-        let window = PacingSpec { duration: spec.pacing.duration, warmup: spec.pacing.warmup, ..c.pacing.clone() };
+        let load =
+            Load { duration: spec.pacing.load.duration, warmup: spec.pacing.load.warmup, ..c.pacing.load.clone() };
+        let window = PacingSpec { load, ..c.pacing.clone() };
         let mut pacing = window.pacing(c.db.workload.seed);
         instances[0].0.adjust_pacing(&mut pacing);
         Ok(Some(Self { target, meta, instances, pacing }))

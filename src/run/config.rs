@@ -1,9 +1,10 @@
 //! A run's target and workload in a file's words: the `[target]` and `[[workloads]]`
 //! sections the study file and the capacity file share, and how they become a run's spec.
 
+use super::load::Load;
 use crate::workloads::{Kind, Options, WorkloadSpec};
 use anyhow::{Context as _, Result};
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// Where the variants run: embedded SQLite, or a private PostgreSQL or MariaDB instance per
@@ -36,6 +37,11 @@ impl Default for TargetConfig {
 /// [`Options`]), beside what every workload takes. A key neither knows is an error.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 pub struct WorkloadConfig {
+    /// Threads, duration, warm-up, iterations, think time, ramp rate and stagger. Before
+    /// `options` on purpose: flattened fields read in order, and this one takes its keys
+    /// out, where the options' own struct refuses any key it does not know.
+    #[serde(flatten)]
+    pub load: Load,
     #[serde(flatten)]
     pub options: Options,
     /// How reports name this workload [default: the name, plus the TPC-C profile].
@@ -44,16 +50,6 @@ pub struct WorkloadConfig {
     pub size: Option<String>,
     /// Repetitions of a fixed-work workload's unit (batch, bignw, fileio, cipher).
     pub repeat: Option<u32>,
-    #[serde(default = "one")]
-    pub threads: u32,
-    #[serde(default = "default_duration", with = "crate::sys::units::duration_text")]
-    pub duration: Duration,
-    #[serde(default = "default_warmup", with = "crate::sys::units::duration_text")]
-    pub warmup: Duration,
-    #[serde(default, with = "crate::sys::units::duration_text")]
-    pub think_time: Duration,
-    #[serde(default = "default_ramp_rate")]
-    pub ramp_rate: f64,
     /// Drop the OS page cache before every run.
     #[serde(default)]
     pub cold: bool,
@@ -64,10 +60,6 @@ pub struct WorkloadConfig {
     /// The memory each run may use, page cache included (e.g. "64MB"), so a database larger
     /// than it reads from storage (see `run::memory`).
     pub memory: Option<String>,
-    /// A fixed amount of work per thread instead of a timed window (seed 002: 1000 requests).
-    pub iterations: Option<u64>,
-    #[serde(default, deserialize_with = "optional_duration")]
-    pub random_sleep: Option<Duration>,
     /// Which entry of the file this came from (bignw entries split into one per benchmark),
     /// so errors point at its lines.
     #[serde(skip)]
@@ -76,9 +68,6 @@ pub struct WorkloadConfig {
     /// tpcc); the measure is their total.
     #[serde(default = "one")]
     pub instances: u32,
-    /// With several instances, each starts this long after the one before (seed 000: 15 s).
-    #[serde(default, with = "crate::sys::units::duration_text")]
-    pub stagger: Duration,
     /// This entry's keys in the study's quick form (see `study::quick`).
     #[serde(default, skip_serializing)]
     pub(crate) quick: Option<toml::Table>,
@@ -115,7 +104,7 @@ impl WorkloadConfig {
     /// workload over a timed window (not a fixed amount of work, not several instances).
     pub fn interleaves(&self) -> bool {
         self.kind().is_ok_and(|k| k.as_driven().is_some_and(|w| w.supports_instances()))
-            && self.iterations.is_none()
+            && self.load.iterations.is_none()
             && self.instances <= 1
     }
 
@@ -184,17 +173,4 @@ impl WorkloadConfig {
 
 fn one() -> u32 {
     1
-}
-fn default_duration() -> Duration {
-    Duration::from_secs(30)
-}
-fn default_warmup() -> Duration {
-    Duration::from_secs(5)
-}
-fn default_ramp_rate() -> f64 {
-    10.0
-}
-
-fn optional_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    crate::sys::units::duration_text::deserialize(d).map(Some)
 }

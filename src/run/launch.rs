@@ -425,20 +425,13 @@ pub fn run_interleaved(
         .collect()
 }
 
-/// How the driver paces `w`'s runs.
+/// How the driver paces `w`'s runs: about a dozen progress samples per run for the
+/// over-time chart, at least 1 s apart.
 fn pacing(w: &WorkloadConfig) -> PacingSpec {
+    let window = w.load.duration.unwrap_or(crate::run::load::DEFAULT_DURATION);
     PacingSpec {
-        threads: w.threads,
-        // A fixed amount of work per user (seed 002: 1000 requests each), or a timed window.
-        duration: w.iterations.is_none().then_some(w.duration),
-        warmup: w.iterations.is_none().then_some(w.warmup),
-        iterations: w.iterations,
-        think_time: w.think_time,
-        random_sleep: w.random_sleep,
-        ramp_rate: w.ramp_rate,
-        // About a dozen samples per run for the over-time chart, at least 1 s apart.
-        report_interval: (w.duration / 12).clamp(Duration::from_secs(1), Duration::from_secs(10)),
-        stagger: w.stagger,
+        load: w.load.clone(),
+        report_interval: (window / 12).clamp(Duration::from_secs(1), Duration::from_secs(10)),
     }
 }
 

@@ -10,6 +10,7 @@ mod instances;
 mod interleave;
 pub mod launch;
 mod live;
+pub mod load;
 mod memory;
 mod slices;
 pub mod spec;
@@ -105,7 +106,7 @@ fn memory_limit(spec: &RunSpec) -> Result<Option<memory::MemoryLimit>> {
 fn standalone(spec: &RunSpec, w: &dyn Standalone) -> Result<ExitCode> {
     let json_out = spec.json.as_deref().map(create_output).transpose()?;
     let mut store = spec.store.then(|| Store::open(&crate::store::default_path())).transpose()?;
-    let run = w.run(spec.db.data_dir.as_deref(), spec.pacing.threads as usize, spec.keep_db.is_some())?;
+    let run = w.run(spec.db.data_dir.as_deref(), spec.pacing.load.threads as usize, spec.keep_db.is_some())?;
     let record = RunRecord::of_standalone(spec.db.workload.name(), run);
     summary::print(&record, &[]);
     if let Some(f) = json_out {
@@ -235,7 +236,7 @@ impl SetUp {
         // first drives the progress bar.
         let companions = self.companions.as_ref();
         let start = std::sync::Barrier::new(self.instances.len() + companions.map_or(0, |c| c.instances.len()));
-        let stagger = spec.pacing.stagger;
+        let stagger = spec.pacing.load.stagger;
         let meta = &self.meta;
         let server = self.target.watch().server_pid_files;
         let live = live::Live::of(spec)?;

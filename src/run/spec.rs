@@ -2,6 +2,7 @@
 //! a study file), checked once, and handed to a child process whole as JSON. A child reads
 //! it back with `dbvs run --spec FILE`; nothing is translated to and from argv.
 
+use super::load::Load;
 use crate::targets::sqlite::{CipherPragma, Key, KeyKind};
 use crate::targets::{self, Target, TargetSpec};
 use crate::telemetry::power::PowerSpec;
@@ -114,62 +115,31 @@ impl DbSpec {
     }
 }
 
-/// How the driver paces a run.
+/// How the driver paces a run: the load asked for, and how often it reports progress.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PacingSpec {
-    /// Worker threads (virtual users), each with its own connection.
-    pub threads: u32,
-    /// Measured time after warmup; `None`: 60 s, or no limit with `iterations`.
-    pub duration: Option<Duration>,
-    /// Time before measuring; `None`: 10 s, or none with `iterations`.
-    pub warmup: Option<Duration>,
-    /// Units each thread runs, then stops.
-    pub iterations: Option<u64>,
-    /// Mean think time after each unit.
-    pub think_time: Duration,
-    /// HammerDB-style random sleep of up to this long (a think time of half of it).
-    pub random_sleep: Option<Duration>,
-    /// Threads started per second during ramp-up.
-    pub ramp_rate: f64,
+    #[serde(flatten)]
+    pub load: Load,
+    #[serde(with = "crate::sys::units::duration_text")]
     pub report_interval: Duration,
-    /// With several instances, each starts this long after the one before (seed 000's
-    /// clients, 15 s apart).
-    #[serde(default)]
-    pub stagger: Duration,
 }
 
 impl Default for PacingSpec {
     fn default() -> Self {
-        Self {
-            threads: 1,
-            duration: None,
-            warmup: None,
-            iterations: None,
-            think_time: Duration::ZERO,
-            random_sleep: None,
-            ramp_rate: 10.0,
-            stagger: Duration::ZERO,
-            report_interval: Duration::from_secs(10),
-        }
+        Self { load: Load::default(), report_interval: Duration::from_secs(10) }
     }
 }
 
 impl PacingSpec {
     /// The driver's pacing, with the defaults filled in.
     pub fn pacing(&self, seed: u64) -> crate::driver::Pacing {
-        let duration = match (self.duration, self.iterations) {
-            (Some(d), _) => d,
-            (None, Some(_)) => Duration::from_secs(365 * 24 * 3600),
-            (None, None) => Duration::from_secs(60),
-        };
-        let default_warmup = if self.iterations.is_some() { Duration::ZERO } else { Duration::from_secs(10) };
         crate::driver::Pacing {
-            threads: self.threads as usize,
-            ramp_rate: self.ramp_rate,
-            warmup: self.warmup.unwrap_or(default_warmup),
-            duration,
-            think_time: self.random_sleep.map_or(self.think_time, |max| max / 2),
-            iterations: self.iterations,
+            threads: self.load.threads as usize,
+            ramp_rate: self.load.ramp_rate,
+            warmup: self.load.warmup(),
+            duration: self.load.window(),
+            think_time: self.load.think(),
+            iterations: self.load.iterations,
             report_interval: self.report_interval,
             seed,
             injected_delay: crate::driver::InjectedSlowdown::None,
@@ -333,23 +303,10 @@ impl RunSpec {
 
     /// Checks everything that can be checked before a run starts; errors name the flag.
     pub fn check(&self) -> Result<()> {
-        let p = &self.pacing;
-        if p.threads == 0 || p.threads > 1024 {
-            bail!("--threads must be between 1 and 1024");
+        if let Some((key, what)) = self.pacing.load.problem() {
+            bail!("--{} {what}", key.replace('_', "-"));
         }
-        if p.iterations.is_some() && p.warmup.is_some_and(|w| !w.is_zero()) {
-            bail!("--iterations counts from the first unit, so it takes no --warmup; drop --warmup, or use --duration");
-        }
-        if p.iterations == Some(0) {
-            bail!("--iterations must be at least 1");
-        }
-        if p.duration.is_some_and(|d| d.is_zero()) {
-            bail!("--duration must be longer than 0, e.g. --duration 60s");
-        }
-        if !(p.ramp_rate > 0.0 && p.ramp_rate.is_finite()) {
-            bail!("--ramp-rate must be a positive number of threads per second, e.g. --ramp-rate 10");
-        }
-        if p.report_interval < Duration::from_millis(100) {
+        if self.pacing.report_interval < Duration::from_millis(100) {
             bail!("--report-interval must be at least 100ms");
         }
         let t = &self.telemetry;
@@ -385,10 +342,10 @@ impl RunSpec {
         {
             bail!("--clients: '{h}' is not a host; give them as user@host1,user@host2");
         }
-        if (self.pacing.threads as usize) < c.hosts.len() {
+        if (self.pacing.load.threads as usize) < c.hosts.len() {
             bail!(
                 "--threads {} is fewer than the {} client hosts; give each host a worker at least",
-                self.pacing.threads,
+                self.pacing.load.threads,
                 c.hosts.len()
             );
         }
@@ -400,9 +357,9 @@ impl RunSpec {
 
     /// A warning when ramping the threads up takes longer than the measured window.
     pub fn ramp_warning(&self) -> Option<String> {
-        let p = &self.pacing;
+        let p = &self.pacing.load;
         let ramp = f64::from(p.threads) / p.ramp_rate;
-        let window = p.duration.map(|d| d.as_secs_f64()).filter(|_| p.iterations.is_none())?;
+        let window = Some(p.window().as_secs_f64()).filter(|_| p.iterations.is_none())?;
         (ramp > window).then(|| {
             format!(
                 "warning: starting {} threads at --ramp-rate {} takes {ramp:.0} s, longer than the {window:.0} s \
@@ -446,7 +403,10 @@ mod tests {
                 inject_delay: crate::driver::InjectedSlowdown::None,
                 fuse_daemons: vec![],
             },
-            pacing: PacingSpec { threads: 4, duration: Some(Duration::from_secs(5)), ..Default::default() },
+            pacing: PacingSpec {
+                load: Load { threads: 4, duration: Some(Duration::from_secs(5)), ..Load::default() },
+                ..Default::default()
+            },
             instances: 1,
             cold: false,
             idle: Duration::ZERO,
@@ -491,7 +451,7 @@ mod tests {
         let with = |hosts: &[&str], threads| {
             let mut s = spec();
             s.db.limits = None;
-            s.pacing.threads = threads;
+            s.pacing.load.threads = threads;
             s.clients.as_mut().unwrap().hosts = hosts.iter().map(|h| h.to_string()).collect();
             s.check().err().map(|e| e.to_string()).unwrap_or_default()
         };
@@ -508,22 +468,22 @@ mod tests {
     fn checks_name_the_flag() {
         let mut s = spec();
         s.clients = None;
-        s.pacing.iterations = Some(3);
-        s.pacing.warmup = Some(Duration::from_secs(1));
+        s.pacing.load.iterations = Some(3);
+        s.pacing.load.warmup = Some(Duration::from_secs(1));
         assert!(s.check().unwrap_err().to_string().contains("--warmup"));
         let mut s = spec();
-        s.pacing.duration = Some(Duration::ZERO);
+        s.pacing.load.duration = Some(Duration::ZERO);
         assert!(s.check().unwrap_err().to_string().contains("--duration"));
         assert!(spec().check().is_ok());
-        assert_eq!(spec().pacing.pacing(1).warmup, Duration::from_secs(10));
+        assert_eq!(spec().pacing.pacing(1).warmup, super::super::load::DEFAULT_WARMUP);
     }
 
     #[test]
     fn a_ramp_longer_than_the_window_is_warned_about() {
         let mut s = spec();
         assert_eq!(s.ramp_warning(), None, "4 threads at 10/s ramp in 0.4 s");
-        s.pacing.threads = 1024;
-        s.pacing.duration = Some(Duration::from_secs(2));
+        s.pacing.load.threads = 1024;
+        s.pacing.load.duration = Some(Duration::from_secs(2));
         let w = s.ramp_warning().unwrap();
         assert!(w.contains("102 s") && w.contains("--ramp-rate"), "{w}");
     }
