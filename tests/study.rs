@@ -22,7 +22,7 @@ fn encryption_study_scans_for_plaintext_stores_runs_and_reports() {
     let f = write_study(
         dir.path(),
         &format!(
-            "name = \"enc\"\nblocks = {{ min = 2, max = 2 }}\n{SMALL}\n\
+            "name = \"enc\"\nblocks = {{ min = 2, max = 2 }}\ninterleave = \"off\"\n{SMALL}\n\
              [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
              [[variants]]\nname = \"sqlcipher\"\nkind = \"sqlcipher\"\n\
              [[variants]]\nname = \"sqlcipher-noaesni\"\nkind = \"sqlcipher\"\naesni = false\n\
@@ -58,6 +58,7 @@ fn encryption_study_scans_for_plaintext_stores_runs_and_reports() {
     assert!(skipped["reason"].as_str().unwrap().contains("mariadb engine only"), "{skipped}");
     assert_eq!(r["comparisons"].as_array().unwrap().len(), 6);
     assert_eq!(r["controls"].as_array().unwrap().len(), 2);
+    assert!(r["design"][0]["alone_because"].as_str().unwrap().contains("interleave = \"off\""), "{}", r["design"]);
     // Each variant ran alone, so the machine's CPU busy % is its own and is compared too; a
     // power source none of the runs had is left out rather than reported empty.
     let measure = |name: &str| r["measures"].as_array().unwrap().iter().find(|m| m["measure"]["name"] == name).cloned();
@@ -280,6 +281,8 @@ fn a_postgres_study_puts_the_data_directory_on_the_encrypted_layer() {
     assert!(hits("plain") > 0);
     assert_eq!(hits("gocryptfs"), 0, "PostgreSQL's data directory (tables and WAL) leaked through gocryptfs");
     assert!(r["sut"]["engine_versions"]["postgresql"].is_string());
+    // A study file that names no design gets the interleaved one on a server too.
+    assert_eq!(r["design"][0]["slice"], "10ms", "{}", r["design"]);
     no_mounts_under(dir.path());
 }
 
@@ -303,13 +306,16 @@ fn a_seed_002_study_compares_tpcc_profiles_and_batch_statements_on_postgres() {
     let measures = r["measures"].as_array().unwrap();
     let keys: Vec<String> =
         measures.iter().map(|m| format!("{} / {}", m["measure"]["workload"], m["measure"]["name"])).collect();
-    // TPM and NOPM, the server's CPU and storage writes per transaction and (the runs are
-    // alone) the machine's CPU; the five statements and their geometric mean.
-    assert_eq!(keys.len(), 11, "{keys:?}");
+    // TPM and NOPM, the server's CPU and storage writes per transaction (the variants take
+    // turns, so the machine's CPU is no one's own); the five statements and their geometric mean.
+    assert_eq!(keys.len(), 10, "{keys:?}");
     assert_eq!(keys[0], "\"tpcc hammerora-update\" / \"TPM\"");
     assert_eq!(keys[3], "\"tpcc hammerora-update\" / \"storage KB written per unit\"");
-    assert_eq!(keys[4], "\"tpcc hammerora-update\" / \"system CPU busy %\"");
-    assert_eq!(keys[10], "\"batch\" / \"geometric mean of 5\"");
+    assert_eq!(keys[9], "\"batch\" / \"geometric mean of 5\"");
+    // The default design: the timed workload interleaved, the fixed-work one alone, saying why.
+    let design = r["design"].as_array().unwrap();
+    assert_eq!(design[0]["slice"], "10ms", "{design:?}");
+    assert!(design[1]["alone_because"].as_str().unwrap().contains("no timed throughput"), "{design:?}");
     for m in measures {
         assert_eq!(m["comparisons"][0]["variant"], "gocryptfs", "{m}");
         assert_eq!(m["controls"][0]["against"], "plain through FUSE", "{m}");
@@ -321,6 +327,7 @@ fn a_seed_002_study_compares_tpcc_profiles_and_batch_statements_on_postgres() {
     assert_eq!(r["runs"].as_array().unwrap().iter().filter(|x| x["status"] == "completed").count(), 12);
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("## Changes vs baseline") && md.contains("| batch | q3 latency |"), "{md}");
+    assert!(md.contains("design: batch: each variant ran alone in each block, because"), "{md}");
     let csv = std::fs::read_to_string(out.join("report.csv")).unwrap();
     assert!(csv.contains(",gocryptfs,batch,completed,"), "{csv}");
     no_mounts_under(dir.path());

@@ -54,6 +54,9 @@ pub fn render(r: &StudyReport) -> Result<String> {
         esc(&r.baseline),
         esc(&r.targets().text().replace("+-", "\u{b1}"))
     );
+    for d in &r.design {
+        let _ = writeln!(out, "<p class=\"status\">Design: {}.</p>", esc(&d.text()));
+    }
     let _ = writeln!(out, "<h2>Answer</h2>\n<ul class=\"answer\">");
     for line in super::answer::lines(r) {
         let _ = writeln!(out, "<li>{}</li>", esc(&line));

@@ -30,6 +30,9 @@ pub fn render(r: &StudyReport) -> String {
         r.targets().text()
     );
     let _ = writeln!(out, "- {} to {}", r.started_at, r.finished_at);
+    for d in &r.design {
+        let _ = writeln!(out, "- design: {}", d.text());
+    }
     let _ = writeln!(out, "\n## Answer\n");
     for line in super::answer::lines(r) {
         let _ = writeln!(out, "- {line}");

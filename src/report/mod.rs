@@ -26,6 +26,32 @@ use std::path::Path;
 
 pub use crate::record::CanaryResult;
 
+/// How a study measured one workload's variants in each block.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Design {
+    pub workload: String,
+    /// The slice length when the variants took turns within one run per block.
+    #[serde(default, with = "crate::sys::units::optional_duration_text")]
+    pub slice: Option<std::time::Duration>,
+    /// Why each variant ran alone in each block instead.
+    pub alone_because: Option<String>,
+}
+
+impl Design {
+    /// One line for the report and the study's log.
+    pub fn text(&self) -> String {
+        match (&self.slice, &self.alone_because) {
+            (Some(slice), _) => format!(
+                "{}: the variants took turns in {} slices within one run per block",
+                self.workload,
+                humantime::format_duration(*slice)
+            ),
+            (None, Some(why)) => format!("{}: each variant ran alone in each block, because {why}", self.workload),
+            (None, None) => format!("{}: each variant ran alone in each block", self.workload),
+        }
+    }
+}
+
 /// One thing a study compares: a workload's measure (e.g. `tpcc query / TPM`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Measure {
@@ -88,6 +114,9 @@ pub struct StudyReport {
     pub runs: Vec<RunRow>,
     pub canary: Vec<CanaryResult>,
     pub sut: Sut,
+    /// How each workload's variants were measured (see [`Design`]).
+    #[serde(default)]
+    pub design: Vec<Design>,
 }
 
 /// How precise a study's intervals must be: every comparison's half-width at most `all`,
@@ -458,6 +487,11 @@ pub(crate) mod sample {
                 workload: serde_json::json!({"name": "ds2"}),
                 study_file: "name = \"sample\"".into(),
             },
+            design: vec![Design {
+                workload: "ds2".into(),
+                slice: Some(std::time::Duration::from_millis(10)),
+                alone_because: None,
+            }],
         }
     }
 }

@@ -100,12 +100,16 @@ impl WorkloadConfig {
         self.args(0).kind()
     }
 
-    /// Whether variants can take turns on this workload within one run: a throughput
-    /// workload over a timed window (not a fixed amount of work, not several instances).
-    pub fn interleaves(&self) -> bool {
-        self.kind().is_ok_and(|k| k.as_driven().is_some_and(|w| w.supports_instances()))
-            && self.load.iterations.is_none()
-            && self.instances <= 1
+    /// Why variants cannot take turns on this workload within one run, if they cannot: only
+    /// a throughput workload over a timed window with one instance can.
+    pub fn why_alone(&self) -> Option<String> {
+        if !self.kind().is_ok_and(|k| k.as_driven().is_some_and(|w| w.supports_instances())) {
+            return Some(format!("{} has no timed throughput to share out in slices", self.name()));
+        }
+        if self.load.iterations.is_some() {
+            return Some("it runs a fixed amount of work (iterations), not a timed window".into());
+        }
+        (self.instances > 1).then(|| format!("it runs {} instances side by side", self.instances))
     }
 
     /// Whether variants that need a run process of their own can take turns with the

@@ -2,8 +2,8 @@
 //! defaults for the command line (`dbvs run --threads 4`), a study or capacity file's
 //! workload entry (`threads = 4`) and the run spec a child reads.
 
-use crate::sys::units::{duration_text, parse_duration};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use crate::sys::units::{duration_text, optional_duration_text, parse_duration};
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// The measured window when neither `duration` nor `iterations` is given.
@@ -123,21 +123,6 @@ fn one() -> u32 {
 
 fn default_ramp_rate() -> f64 {
     10.0
-}
-
-mod optional_duration_text {
-    use super::*;
-
-    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-        match d {
-            Some(d) => duration_text::serialize(d, s),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-        duration_text::deserialize(d).map(Some)
-    }
 }
 
 #[cfg(test)]

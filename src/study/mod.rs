@@ -10,6 +10,7 @@
 
 mod allocate;
 mod controls;
+pub mod design;
 pub mod file;
 mod live;
 pub mod measures;
@@ -132,8 +133,15 @@ fn run_blocks(
         Some(_) => study.workloads.clone(),
         None => calibrate(&ctx, &active[0], &study.workloads)?,
     };
-    let per_workload: Vec<Vec<measures::Measure>> =
-        workloads.iter().map(|w| measures::of(w, study.seed, setting(study, w))).collect::<Result<_>>()?;
+    let designs: Vec<report::Design> = workloads.iter().map(|w| study.design(w)).collect();
+    for d in &designs {
+        eprintln!("{}", d.text());
+    }
+    let per_workload: Vec<Vec<measures::Measure>> = workloads
+        .iter()
+        .zip(&designs)
+        .map(|(w, d)| measures::of(w, study.seed, setting(study, d)))
+        .collect::<Result<_>>()?;
     let suites = measures::suites(&workloads, study.seed)?;
     let takes_backups = workloads.iter().any(|w| w.kind().is_ok_and(|k| k.takes_backups()));
     let (rows, first) = resume::preload(&mut active, &per_workload.concat(), stored);
@@ -150,7 +158,7 @@ fn run_blocks(
     if first > 0 {
         eprintln!("resuming study {id} at block {} (blocks 1-{first} are in the store)", first + 1);
     }
-    let plan = Plan { workloads, per_workload, takes_backups, slice: study.interleave };
+    let plan = Plan { workloads, per_workload, takes_backups, designs };
     let mut gathered = Gathered { rows, canaries: vec![], leak: None };
     let mut block_times: Vec<f64> = Vec::new();
     let mut status = (Status::Completed, None::<String>);
@@ -260,8 +268,8 @@ struct Plan {
     per_workload: Vec<Vec<measures::Measure>>,
     /// A workload takes backups: the canary scan follows its run, to cover a backup too.
     takes_backups: bool,
-    /// The slice length when variants take turns within runs (`interleave`).
-    slice: Option<Duration>,
+    /// How each workload's variants are measured: taking turns in slices, or each alone.
+    designs: Vec<report::Design>,
 }
 
 /// What the blocks gathered beside each variant's own values.
@@ -285,10 +293,7 @@ fn run_block(
     got: &mut Gathered,
 ) -> Result<()> {
     let order = block_order(active, plan.workloads.len(), ctx.seed ^ (block as u64) << 20);
-    let mut shared = match plan.slice {
-        Some(slice) => interleaved(ctx, active, &plan.workloads, (block, slice, shares), block == first),
-        None => BTreeMap::new(),
-    };
+    let mut shared = interleaved(ctx, active, plan, (block, shares), block == first);
     for (wi, i) in order {
         let a = &mut active[i];
         if a.failed.is_some() {
@@ -381,7 +386,7 @@ fn progress(
         ));
     }
     shares.plan(block + 1, &widths);
-    let by_need = study.interleave.is_some() && study.workloads.iter().any(|w| w.interleaves() && w.shares_by_need());
+    let by_need = study.workloads.iter().any(|w| study.design(w).slice.is_some() && w.shares_by_need());
     if by_need && !shares.slices(&(0..active.len()).collect::<Vec<_>>()).is_empty() {
         let each: Vec<String> =
             active.iter().zip(shares.next()).map(|(a, s)| format!("{} {:.0}%", a.cfg.name, 100.0 * s)).collect();
@@ -391,10 +396,10 @@ fn progress(
 }
 
 /// What the study measures of `w` beside its own measures.
-fn setting(study: &StudyFile, w: &file::WorkloadConfig) -> measures::Setting {
+fn setting(study: &StudyFile, design: &report::Design) -> measures::Setting {
     measures::Setting {
         engine: study.target.engine,
-        alone: study.interleave.is_none() || !w.interleaves(),
+        alone: design.slice.is_none(),
         power: study
             .power
             .parse::<crate::telemetry::power::PowerSpec>()
@@ -464,12 +469,13 @@ fn block_order(active: &[Active], workloads: usize, seed: u64) -> Vec<(usize, us
 fn interleaved(
     ctx: &launch::Context,
     active: &[Active],
-    workloads: &[file::WorkloadConfig],
-    (block, slice, shares): (usize, Duration, &allocate::Plan),
+    plan: &Plan,
+    (block, shares): (usize, &allocate::Plan),
     scan: bool,
 ) -> BTreeMap<(usize, usize), Result<RunRecord>> {
     let mut out = BTreeMap::new();
-    for (wi, w) in workloads.iter().enumerate().filter(|(_, w)| w.interleaves()) {
+    let sliced = plan.workloads.iter().zip(&plan.designs).enumerate();
+    for (wi, (w, slice)) in sliced.filter_map(|(wi, (w, d))| Some((wi, (w, d.slice?)))) {
         // Each block its own slice order, drawn from the study's seed.
         let seed = ctx.seed ^ ((block as u64 + 1) << 32) ^ wi as u64;
         let running = (0..active.len()).filter(|&i| active[i].failed.is_none());

@@ -392,6 +392,7 @@ pub(super) fn build(i: Inputs) -> StudyReport {
             workload: serde_json::Value::Array(i.study.workloads.iter().map(workload_params).collect()),
             study_file: i.text.into(),
         },
+        design: i.study.workloads.iter().map(|w| i.study.design(w)).collect(),
     }
 }
 

@@ -24,6 +24,24 @@ pub mod duration_text {
     }
 }
 
+/// [`duration_text`] for an optional duration.
+pub mod optional_duration_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => super::duration_text::serialize(d, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let text = Option::<String>::deserialize(d)?;
+        text.map(|t| super::parse_duration(&t).map_err(serde::de::Error::custom)).transpose()
+    }
+}
+
 /// Parses a size of at least 1 MB: `64MB`, `2gb`, `512KB` x 2048, or bytes.
 pub fn parse_bytes(s: &str) -> Result<u64, String> {
     let t = s.trim().to_ascii_uppercase();
@@ -45,6 +63,16 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_optional_duration_reads_back_as_itself_absent_or_present() {
+        #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
+        struct T(#[serde(with = "optional_duration_text")] Option<Duration>);
+        for t in [T(None), T(Some(Duration::from_millis(1500)))] {
+            let json = serde_json::to_string(&t).unwrap();
+            assert_eq!(serde_json::from_str::<T>(&json).unwrap(), t, "{json}");
+        }
+    }
 
     #[test]
     fn durations_accept_units_and_plain_seconds() {

@@ -293,20 +293,20 @@ impl Target for MyTarget {
     }
 
     fn fresh_copy(&self) -> Result<Box<dyn RunCopy>> {
-        let suffix = super::copy_suffix('_');
         if let Some(server) = &self.managed {
-            if !suffix.is_empty() {
-                bail!(
-                    "a managed MariaDB serves one run copy at a time (it copies its whole data directory); \
-                     for several instances use mysql://USER@HOST/DB, PostgreSQL or SQLite"
-                );
-            }
             let pristine = server.data_dir();
             let dir = pristine.with_file_name(format!(
                 "{}.run-{}",
                 pristine.file_name().map_or_else(|| "data".into(), |n| n.to_string_lossy()),
                 std::process::id()
             ));
+            // Each managed server (one per variant) serves one copy of its data directory.
+            if dir.exists() {
+                bail!(
+                    "a managed MariaDB serves one run copy at a time (it copies its whole data directory); \
+                     for several instances use mysql://USER@HOST/DB, PostgreSQL or SQLite"
+                );
+            }
             server.serve_copy(&dir).context("cannot copy the data directory for the run")?;
             let copy = DirCopy { db: self.db(self.info.dbname.clone()), server: server.clone(), dir };
             if self.require_encryption {
@@ -315,6 +315,7 @@ impl Target for MyTarget {
             return Ok(Box::new(copy));
         }
         self.info.sweep()?;
+        let suffix = super::copy_suffix('_');
         let (from, name) = (&self.info.dbname, format!("{}_run_{}{suffix}", self.info.dbname, std::process::id()));
         let copy = Copied(self.db(name.clone()));
         let mut stmts = vec![format!("DROP DATABASE IF EXISTS {name}"), format!("CREATE DATABASE {name}")];

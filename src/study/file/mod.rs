@@ -48,11 +48,10 @@ pub struct StudyFile {
     /// With a power source, idle power is read this long before each run's load.
     #[serde(default = "default_idle_power", deserialize_with = "duration")]
     pub idle_power: Duration,
-    /// Measure the variants in one run per block, taking turns in slices this long (e.g.
-    /// "100ms"), so they share the machine's noise. Variants with limits or AES-NI masked
-    /// take their turns from processes of their own (see `run::start`).
-    #[serde(default, deserialize_with = "optional_duration")]
-    pub interleave: Option<Duration>,
+    /// The slice length when a block's variants take turns in one run (e.g. "100ms"), or
+    /// "off"; unset, each workload gets the default design (see `study::design`).
+    #[serde(default)]
+    pub interleave: Option<super::design::Interleave>,
     /// When a change is called: `verdict = { confidence = 0.95, threshold = 0.01 }`.
     #[serde(default)]
     pub verdict: crate::stats::Rules,
@@ -144,10 +143,6 @@ fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     crate::sys::units::duration_text::deserialize(d)
 }
 
-fn optional_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    duration(d).map(Some)
-}
-
 impl StudyFile {
     /// Names become paths and terminal text (see `sys::names`): a study, variant or workload
     /// label too long or with control characters is refused before anything shows it.
@@ -183,7 +178,7 @@ impl StudyFile {
         Ok((file, redact_key_commands(&text)))
     }
 
-    fn parse(shown: &str, text: &str) -> Result<Self> {
+    pub(super) fn parse(shown: &str, text: &str) -> Result<Self> {
         let mut file: StudyFile = toml::from_str(text).map_err(|e| syntax_error(&shown, text, &e))?;
         if let Some(w) = file.workload.take() {
             if !file.workloads.is_empty() {
@@ -283,8 +278,14 @@ impl StudyFile {
         if let Some(problem) = self.verdict.problem() {
             bail!("{}verdict: {problem}", at("verdict"));
         }
-        if self.interleave.is_some_and(|s| s < Duration::from_millis(10) || s > Duration::from_secs(600)) {
-            bail!("{}interleave must be a slice from 10ms to 10m, e.g. interleave = \"100ms\"", at("interleave"));
+        use super::design::{Interleave, LONGEST, SHORTEST};
+        if let Some(Interleave::Every(slice)) = self.interleave {
+            if !(SHORTEST..=LONGEST).contains(&slice) {
+                bail!(
+                    "{}interleave must be a slice from 10ms to 10m, e.g. interleave = \"100ms\", or \"off\"",
+                    at("interleave")
+                );
+            }
         }
         if let Some(n) = self.target.nodes {
             let sizes = crate::targets::galera::NODES;
@@ -298,7 +299,7 @@ impl StudyFile {
             }
         }
         if let Some(c) = &self.clients {
-            if self.interleave.is_some() {
+            if matches!(self.interleave, Some(Interleave::Every(_))) {
                 bail!("{}[clients] runs the workers on other hosts; interleaved variants take turns in one process here: drop interleave", at("interleave"));
             }
             c.reach(self.target.engine, self.target.listen.as_deref())

@@ -1,0 +1,112 @@
+//! How a study measures each workload's variants: taking turns in short slices inside one
+//! run per block (interleaved, the default wherever it applies), or each alone, and why.
+//! The study file's `interleave` key only overrides the default.
+
+use super::file::{StudyFile, WorkloadConfig};
+use crate::report::Design;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::time::Duration;
+
+/// The slice in cache: the main job's per-block noise fell as slices shortened from 250 to
+/// 50 to 10 ms (docs/methodology.md, "Interleaved slices").
+pub const IN_CACHE_SLICE: Duration = Duration::from_millis(10);
+/// The slice when a run's memory is limited: the larger-than-memory study's, where a turn's
+/// first units wait on storage reads. Whether 10 ms does better there is not yet measured.
+pub const LIMITED_MEMORY_SLICE: Duration = Duration::from_millis(50);
+pub const SHORTEST: Duration = Duration::from_millis(10);
+pub const LONGEST: Duration = Duration::from_secs(600);
+
+/// The study file's `interleave`: a slice length, or `"off"` (each variant alone per block).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interleave {
+    Off,
+    Every(Duration),
+}
+
+impl Serialize for Interleave {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Interleave::Off => s.serialize_str("off"),
+            Interleave::Every(d) => crate::sys::units::duration_text::serialize(d, s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Interleave {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        match text.as_str() {
+            "off" => Ok(Interleave::Off),
+            _ => crate::sys::units::parse_duration(&text).map(Interleave::Every).map_err(|e| {
+                serde::de::Error::custom(format!("{e}; or \"off\" to run each variant alone in each block"))
+            }),
+        }
+    }
+}
+
+impl StudyFile {
+    /// How the variants of `w` are measured in each block.
+    pub fn design(&self, w: &WorkloadConfig) -> Design {
+        let alone = |why: String| Design { workload: w.label(), slice: None, alone_because: Some(why) };
+        if let Some(why) = w.why_alone() {
+            return alone(why);
+        }
+        if self.clients.is_some() {
+            return alone(
+                "[clients] runs the workers on other hosts, and variants take turns inside one process here".into(),
+            );
+        }
+        let slice = match self.interleave {
+            Some(Interleave::Off) => return alone("the study file says interleave = \"off\"".into()),
+            Some(Interleave::Every(slice)) => slice,
+            None if w.memory.is_some() => LIMITED_MEMORY_SLICE,
+            None => IN_CACHE_SLICE,
+        };
+        Design { workload: w.label(), slice: Some(slice), alone_because: None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn designs(text: &str) -> Vec<Design> {
+        let study = StudyFile::parse("t.toml", text).unwrap();
+        study.workloads.iter().map(|w| study.design(w)).collect()
+    }
+
+    const VARIANTS: &str =
+        "[[variants]]\nname = \"a\"\nkind = \"plain\"\n[[variants]]\nname = \"b\"\nkind = \"plain\"\n";
+
+    #[test]
+    fn a_study_that_names_no_design_gets_interleaved_slices_by_its_regime() {
+        let d = designs(&format!("name = \"t\"\n[[workloads]]\nname = \"ds2\"\n[[workloads]]\nname = \"tpcb\"\nmemory = \"64MB\"\n{VARIANTS}"));
+        assert_eq!(d.iter().map(|d| d.slice).collect::<Vec<_>>(), [Some(IN_CACHE_SLICE), Some(LIMITED_MEMORY_SLICE)]);
+        assert!(d.iter().all(|d| d.alone_because.is_none()));
+        let d = designs(&format!("name = \"t\"\ninterleave = \"200ms\"\n[workload]\nname = \"ds2\"\n{VARIANTS}"));
+        assert_eq!(d[0].slice, Some(Duration::from_millis(200)));
+    }
+
+    #[test]
+    fn a_workload_that_cannot_take_turns_runs_alone_and_says_why() {
+        let why = |entry: &str| {
+            let d = designs(&format!("name = \"t\"\n[workload]\n{entry}\n{VARIANTS}")).remove(0);
+            assert_eq!(d.slice, None);
+            d.alone_because.unwrap()
+        };
+        assert!(why("name = \"tpcc\"\niterations = 10").contains("fixed amount of work"));
+        assert!(why("name = \"ds2\"\ninstances = 2").contains("instances"));
+        assert!(why("name = \"batch\"").contains("timed throughput"));
+        let off = designs(&format!("name = \"t\"\ninterleave = \"off\"\n[workload]\nname = \"ds2\"\n{VARIANTS}"));
+        assert!(off[0].alone_because.as_ref().unwrap().contains("interleave = \"off\""));
+    }
+
+    #[test]
+    fn a_bad_interleave_names_the_way_to_turn_it_off() {
+        let e = StudyFile::parse(
+            "t.toml",
+            &format!("name = \"t\"\ninterleave = \"never\"\n[workload]\nname = \"ds2\"\n{VARIANTS}"),
+        );
+        assert!(format!("{:#}", e.unwrap_err()).contains("\"off\""));
+    }
+}
