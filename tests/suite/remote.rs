@@ -2,8 +2,7 @@
 //! reached over a veth pair and running its own OpenSSH server, drive one server the test
 //! owns (PostgreSQL, then MariaDB) over the namespaces' addresses only.
 
-mod common;
-use common::*;
+use crate::common::*;
 use dbvs::targets::managed_maria::ManagedMaria;
 use dbvs::targets::managed_pg::ManagedPg;
 use dbvs::targets::{sql, Engine, TargetOptions};
@@ -252,14 +251,11 @@ fn records_in(out: &Path) -> std::collections::BTreeMap<String, Value> {
         .collect()
 }
 
-/// One test at a time owns the namespaces.
-static HOSTS_IN_USE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 macro_rules! per_engine {
     ($($engine:ident: $variant:expr),*) => {$(
         #[test]
         fn $engine() {
-            let _only = HOSTS_IN_USE.lock().unwrap_or_else(|p| p.into_inner());
+            let _turn = turn(); // one test at a time owns the namespaces
             client_hosts_drive_one_server_and_a_lost_host_fails_the_run($variant);
         }
     )*};
@@ -271,7 +267,7 @@ per_engine!(postgres: Engine::Postgres, mariadb: Engine::Mariadb);
 /// run's workers are on the client hosts, which must give the password dbvs made.
 #[test]
 fn a_study_runs_its_workers_on_client_hosts() {
-    let _only = HOSTS_IN_USE.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = turn(); // one test at a time owns the namespaces
     let hosts = Hosts::start();
     let dir = reachable_tempdir();
     let study = dir.path().join("study.toml");
@@ -306,7 +302,7 @@ fn a_study_runs_its_workers_on_client_hosts() {
 /// record, and each probe names the busiest host's CPU.
 #[test]
 fn a_capacity_search_drives_every_instance_from_client_hosts() {
-    let _only = HOSTS_IN_USE.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = turn(); // one test at a time owns the namespaces
     let hosts = Hosts::start();
     let dir = reachable_tempdir();
     let file = dir.path().join("capacity.toml");

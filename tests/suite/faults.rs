@@ -3,19 +3,11 @@
 //! server, and two runs on one managed data directory. After each, nothing false is
 //! counted and nothing decrypted, mounted or running is left behind.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// These tests mount, kill and measure: one at a time.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn turn() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// A lease directory of this test's own, so sweeps see only what the test left.
 fn leases(dir: &Path) -> PathBuf {

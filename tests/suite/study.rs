@@ -1,8 +1,7 @@
 //! Studies end to end through the real binary: variants on real storage layers, the canary
 //! scan, the results store and the reports (how trustworthy verdicts are: tests/verdicts.rs).
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::Path;
 
 fn no_mounts_under(dir: &Path) {

@@ -3,17 +3,10 @@
 //! canary on every layer, the report's stack and control tables, and a run's memory limit
 //! pushing reads to storage.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn turn() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 fn study(dir: &Path, body: &str) -> (Value, String) {
     let f = dir.join("s.toml");
@@ -201,11 +194,13 @@ fn log_on_its_own_volume(engine: &str) {
 
 #[test]
 fn postgres_wal_on_its_own_volume() {
+    let _turn = turn();
     log_on_its_own_volume("postgres");
 }
 
 #[test]
 fn mariadb_redo_log_on_its_own_volume() {
+    let _turn = turn();
     log_on_its_own_volume("mariadb");
 }
 

@@ -1,12 +1,12 @@
 //! What is particular to PostgreSQL targets: a server dbvs manages, its errors, and a
 //! server that dies mid-run. The workloads' contract per engine is in tests/engines.rs.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 #[test]
 fn a_managed_postgres_starts_runs_and_stops() {
+    let _turn = share();
     let dir = reachable_tempdir();
     let data = dir.path().join("pgdata");
     let json = dir.path().join("r.json");
@@ -54,6 +54,7 @@ fn a_managed_postgres_starts_runs_and_stops() {
 
 #[test]
 fn server_target_errors_are_one_clear_line() {
+    let _turn = share();
     let check = |args: &[&str], needle: &str| {
         let o = dbvs(args);
         let err = stderr(&o);
@@ -69,6 +70,7 @@ fn server_target_errors_are_one_clear_line() {
 
 #[test]
 fn a_server_that_dies_mid_run_fails_the_run_with_its_log() {
+    let _turn = turn();
     let dir = reachable_tempdir();
     let data = dir.path().join("pgdata");
     let json = dir.path().join("r.json");

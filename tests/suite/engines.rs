@@ -3,8 +3,7 @@
 //! pristine database is untouched, the kept copy grew by exactly the committed work, and no
 //! run copy or staging database is left behind. The seam's deferred writes too.
 
-mod common;
-use common::*;
+use crate::common::*;
 use dbvs::targets::managed_maria::ManagedMaria;
 use dbvs::targets::managed_pg::ManagedPg;
 use dbvs::targets::{sql, Engine, TargetOptions};
@@ -270,14 +269,17 @@ macro_rules! per_engine {
         mod $workload {
             #[test]
             fn sqlite() {
+                let _turn = crate::common::share();
                 super::$workload(dbvs::targets::Engine::Sqlite)
             }
             #[test]
             fn postgres() {
+                let _turn = crate::common::share();
                 super::$workload(dbvs::targets::Engine::Postgres)
             }
             #[test]
             fn mariadb() {
+                let _turn = crate::common::share();
                 super::$workload(dbvs::targets::Engine::Mariadb)
             }
         }

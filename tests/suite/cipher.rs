@@ -1,8 +1,7 @@
 //! `dbvs cipher` against the machine: sane next to `openssl speed`, and AES-NI masking
 //! measurably slower where the CPU has AES-NI.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 fn mean(r: &Value, aesni: bool) -> f64 {
@@ -13,6 +12,7 @@ fn mean(r: &Value, aesni: bool) -> f64 {
 
 #[test]
 fn cipher_table_is_sane_next_to_openssl_speed_and_aes_ni_matters() {
+    let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let (json, html) = (dir.path().join("c.json"), dir.path().join("c.html"));
     let o = ok(&[
@@ -59,6 +59,7 @@ fn cipher_table_is_sane_next_to_openssl_speed_and_aes_ni_matters() {
 
 #[test]
 fn bad_sizes_and_threads_get_one_line() {
+    let _turn = share();
     let o = dbvs(&["cipher", "--sizes", "3MB"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("unknown buffer size '3MB'") && stderr(&o).lines().count() == 1, "{}", stderr(&o));
@@ -68,6 +69,7 @@ fn bad_sizes_and_threads_get_one_line() {
 
 #[test]
 fn a_study_measures_what_masking_aes_ni_costs_the_cipher() {
+    let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("s.toml");
     std::fs::write(

@@ -1,12 +1,12 @@
 //! The file copy test on real storage: a plain directory, and in a study on gocryptfs and
 //! fscrypt, where the file must not be readable at rest.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 #[test]
 fn fileio_times_copies_onto_the_storage_and_back_and_cleans_up() {
+    let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let data = dir.path().join("data");
@@ -46,6 +46,7 @@ fn fileio_times_copies_onto_the_storage_and_back_and_cleans_up() {
 
 #[test]
 fn a_fileio_study_compares_encrypted_storage_and_finds_no_plaintext() {
+    let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("s.toml");
     std::fs::write(

@@ -2,8 +2,7 @@
 //! against each run's fresh copy, their figure parsed from what they print, in runs and in
 //! studies with verdicts.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -18,6 +17,7 @@ fn record(path: &Path) -> Value {
 
 #[test]
 fn pgbench_runs_on_a_fresh_copy_and_its_tps_is_the_measure() {
+    let _turn = share();
     let dir = reachable_tempdir();
     let data = dir.path().join("pgdata");
     let json = dir.path().join("r.json");
@@ -77,6 +77,7 @@ fn pgbench_runs_on_a_fresh_copy_and_its_tps_is_the_measure() {
 
 #[test]
 fn sysbench_oltp_read_write_runs_on_a_managed_mariadb() {
+    let _turn = share();
     let dir = reachable_tempdir();
     let data = dir.path().join("mydata");
     let json = dir.path().join("r.json");
@@ -120,6 +121,7 @@ fn sysbench_oltp_read_write_runs_on_a_managed_mariadb() {
 
 #[test]
 fn a_failing_command_fails_the_run_with_its_words_and_bad_options_are_one_line() {
+    let _turn = share();
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let target = target(dir.path(), "cmd.db");
     let json = dir.path().join("r.json");
@@ -177,6 +179,7 @@ fn a_failing_command_fails_the_run_with_its_words_and_bad_options_are_one_line()
 
 #[test]
 fn a_study_compares_variants_by_pgbench_tps() {
+    let _turn = turn();
     let dir = reachable_tempdir();
     let study = dir.path().join("pgbench.toml");
     std::fs::write(
@@ -308,6 +311,7 @@ fn as_root() -> bool {
 
 #[test]
 fn a_command_that_ignores_sigterm_is_killed_after_the_grace_period_when_dbvs_is_stopped() {
+    let _turn = turn();
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let pids_file = dir.path().join("pids");
     let mut run = Running::start(dir.path(), &with_a_child(&pids_file, "trap '' TERM;"), "x", "60s");
@@ -325,6 +329,7 @@ fn a_command_that_ignores_sigterm_is_killed_after_the_grace_period_when_dbvs_is_
 
 #[test]
 fn a_second_sigterm_while_stopping_kills_the_command_at_once() {
+    let _turn = turn();
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let pids_file = dir.path().join("pids");
     let mut run = Running::start(dir.path(), &with_a_child(&pids_file, "trap '' TERM;"), "x", "60s");
@@ -342,6 +347,7 @@ fn a_second_sigterm_while_stopping_kills_the_command_at_once() {
 
 #[test]
 fn a_command_s_children_die_with_dbvs_killed_by_sigkill() {
+    let _turn = turn();
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let pids_file = dir.path().join("pids");
     let mut run = Running::start(dir.path(), &with_a_child(&pids_file, ""), "x", "60s");
@@ -363,6 +369,7 @@ fn a_command_s_children_die_with_dbvs_killed_by_sigkill() {
 
 #[test]
 fn a_command_running_far_past_the_run_s_duration_fails_the_run_naming_the_overrun() {
+    let _turn = turn();
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let pids_file = dir.path().join("pids");
     let mut run = Running::start(dir.path(), &with_a_child(&pids_file, ""), "x", "1s");
@@ -380,6 +387,7 @@ fn a_command_running_far_past_the_run_s_duration_fails_the_run_naming_the_overru
 
 #[test]
 fn a_command_printing_200_mb_leaves_dbvs_s_memory_small() {
+    let _turn = turn();
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     // After its output, the command idles, so the test reads dbvs's peak after all of it.
     let script = "yes | head -c 200000000; echo 'tps = 7'; sleep 2";

@@ -1,8 +1,7 @@
 //! TPC-C and the batch suite driven through the real binary: on SQLite in detail, and on
 //! managed PostgreSQL and MariaDB for the same invariants and the same batch results.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::Path;
 
@@ -25,6 +24,7 @@ fn assert_checks_pass(r: &Value) {
 
 #[test]
 fn tpcc_on_sqlite_keeps_the_consistency_conditions_and_counts_nopm_from_the_schema() {
+    let _turn = share();
     let dir = tempfile::tempdir().unwrap();
     let t = target(dir.path(), "c.db");
     let json = dir.path().join("r.json");
@@ -76,6 +76,7 @@ fn tpcc_on_sqlite_keeps_the_consistency_conditions_and_counts_nopm_from_the_sche
 
 #[test]
 fn hammerora_profiles_iterations_and_sleeps_pace_the_run() {
+    let _turn = share();
     let dir = tempfile::tempdir().unwrap();
     let t = target(dir.path(), "c.db");
     let json = dir.path().join("r.json");
@@ -112,6 +113,7 @@ fn hammerora_profiles_iterations_and_sleeps_pace_the_run() {
 
 #[test]
 fn batch_on_sqlite_times_each_statement_with_a_confidence_interval() {
+    let _turn = share();
     let dir = tempfile::tempdir().unwrap();
     let t = target(dir.path(), "c.db");
     let json = dir.path().join("r.json");
@@ -151,6 +153,7 @@ fn batch_on_sqlite_times_each_statement_with_a_confidence_interval() {
 /// the same rows; and TPC-C keeps its conditions on the servers too.
 #[test]
 fn batch_returns_the_same_rows_on_every_engine() {
+    let _turn = share();
     let dir = reachable_tempdir();
     let json = dir.path().join("r.json");
     let (sqlite, sqlite_tpcc) = (target(dir.path(), "batch.db"), target(dir.path(), "tpcc.db"));

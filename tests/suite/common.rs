@@ -1,5 +1,4 @@
 //! Helpers for tests that drive the real `dbvs` binary.
-#![allow(dead_code)] // each test file uses a different subset
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -119,12 +118,18 @@ pub fn scrape_until(port: u16, needle: &str, child: &mut std::process::Child) ->
 
 // Studies (tests/study.rs, tests/verdicts.rs).
 
-/// Studies measure time: running two at once on a small machine would make each other's
-/// numbers meaningless, so the tests of a file take turns.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// Tests that measure, or change what the whole machine shares (mounts, control groups,
+/// the page cache, processes they kill), take their turn alone (`turn`); the rest run
+/// beside each other (`share`), never beside a turn. Studies measure time: running
+/// anything beside one on a small machine would make its numbers the neighbours'.
+static TURNS: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
-pub fn turn() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+pub fn turn() -> std::sync::RwLockWriteGuard<'static, ()> {
+    TURNS.write().unwrap_or_else(|p| p.into_inner())
+}
+
+pub fn share() -> std::sync::RwLockReadGuard<'static, ()> {
+    TURNS.read().unwrap_or_else(|p| p.into_inner())
 }
 
 pub fn write_study(dir: &Path, body: &str) -> String {

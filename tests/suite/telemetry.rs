@@ -2,12 +2,12 @@
 //! meter and perf per watt in a run record, a clear error for a bad power source, and the
 //! machine and disk tables of a study report with an encrypted layer's backing device.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 #[test]
 fn a_run_serves_its_live_figures_for_prometheus() {
+    let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let db = target(dir.path(), "t.db");
     let args = ["run", "--target", &db, "--size", "1MB", "--duration", "4s", "--warmup", "1s"];
@@ -29,6 +29,7 @@ fn a_run_serves_its_live_figures_for_prometheus() {
 
 #[test]
 fn a_run_records_cpu_disks_and_power_from_a_command_meter() {
+    let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     ok(&[
@@ -70,6 +71,7 @@ fn a_run_records_cpu_disks_and_power_from_a_command_meter() {
 
 #[test]
 fn without_a_sensor_power_is_unavailable_and_a_bad_source_is_one_line() {
+    let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let t = target(dir.path(), "t.db");
     let o = ok(&[
@@ -97,6 +99,7 @@ fn without_a_sensor_power_is_unavailable_and_a_bad_source_is_one_line() {
 
 #[test]
 fn a_study_report_has_machine_and_disk_tables_down_to_the_backing_device() {
+    let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let study = dir.path().join("s.toml");
     std::fs::write(

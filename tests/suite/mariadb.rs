@@ -1,12 +1,12 @@
 //! What is particular to MariaDB targets: a server dbvs manages, run on copies of its data
 //! directory, and its errors. The workloads' contract per engine is in tests/engines.rs.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 #[test]
 fn a_managed_mariadb_starts_runs_and_stops() {
+    let _turn = share();
     let dir = reachable_tempdir();
     let data = dir.path().join("maria");
     ok(&[
@@ -34,6 +34,7 @@ fn a_managed_mariadb_starts_runs_and_stops() {
 
 #[test]
 fn managed_mariadb_runs_on_a_copy_of_the_data_directory() {
+    let _turn = share();
     let dir = reachable_tempdir();
     let data = dir.path().join("maria");
     let json = dir.path().join("r.json");
@@ -81,6 +82,7 @@ fn managed_mariadb_runs_on_a_copy_of_the_data_directory() {
 /// a statement the server refuses leaves the session usable.
 #[test]
 fn a_worker_session_logs_in_with_a_password_and_reads_every_column_type() {
+    let _turn = share();
     use dbvs::targets::managed_maria::ManagedMaria;
     use dbvs::targets::{sql, TargetOptions};
     let dir = reachable_tempdir();

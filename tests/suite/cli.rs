@@ -1,7 +1,6 @@
 //! The command-line contract: bad input, interruption, encryption, help.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Stdio;
 use std::time::Duration;
@@ -18,6 +17,7 @@ fn fails_with(args: &[&str], needle: &str) {
 
 #[test]
 fn bad_input_gets_one_clear_line() {
+    let _turn = share();
     let dir = tempfile::tempdir().unwrap();
     let t = target(dir.path(), "x.db");
     fails_with(&["run", "--target", &t, "--size", "XL"], "unknown size 'XL'");
@@ -49,6 +49,7 @@ fn bad_input_gets_one_clear_line() {
 /// writer, with Ctrl-C unheard.
 #[test]
 fn a_fifo_as_the_key_file_fails_at_once() {
+    let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("key");
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
@@ -75,6 +76,7 @@ fn a_fifo_as_the_key_file_fails_at_once() {
 /// store and the fix.
 #[test]
 fn a_broken_results_store_fails_before_measuring() {
+    let _turn = share();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("r.db");
     std::fs::write(&store, "this is not a SQLite database, it is plain text and long enough").unwrap();
@@ -89,6 +91,7 @@ fn a_broken_results_store_fails_before_measuring() {
 
 #[test]
 fn a_pristine_database_of_another_size_is_refused() {
+    let _turn = share();
     let dir = tempfile::tempdir().unwrap();
     let t = target(dir.path(), "x.db");
     ok(&["build", "--target", &t, "--size", "1MB"]);
@@ -103,6 +106,7 @@ fn a_pristine_database_of_another_size_is_refused() {
 
 #[test]
 fn ctrl_c_stops_the_run_reports_it_and_leaves_no_stray_files() {
+    let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let child = command()
@@ -130,6 +134,7 @@ fn ctrl_c_stops_the_run_reports_it_and_leaves_no_stray_files() {
 
 #[test]
 fn ctrl_c_during_a_build_leaves_nothing_behind() {
+    let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let child = command()
         .args(["build", "--target", &target(dir.path(), "big.db"), "--size", "1GB"])
@@ -151,6 +156,7 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 
 #[test]
 fn a_keyed_database_is_ciphertext_on_disk_and_runs_like_plain() {
+    let _turn = share();
     let dir = tempfile::tempdir().unwrap();
     let key = dir.path().join("key");
     std::fs::write(&key, "3f".repeat(32)).unwrap();
@@ -192,6 +198,7 @@ fn a_keyed_database_is_ciphertext_on_disk_and_runs_like_plain() {
 
 #[test]
 fn help_explains_every_flag() {
+    let _turn = share();
     for cmd in ["build", "run"] {
         let h = stdout(&ok(&[cmd, "--help"]));
         for flag in [
@@ -225,6 +232,7 @@ fn help_explains_every_flag() {
 
 #[test]
 fn a_cold_run_drops_the_page_cache_first() {
+    let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let o = ok(&[
         "run",

@@ -1,12 +1,8 @@
 //! The five seed studies (`studies/seed-00N.toml`), each run end to end in its quick form,
 //! checked for the tables and figures its seed reported.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::Path;
-
-/// Studies measure, so they take turns: two at once would halve each other's machine.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Runs `dbvs study|capacity FILE --quick` into a scratch directory; returns the markdown
 /// report and what the command printed.
@@ -17,7 +13,7 @@ fn quick(command: &str, file: &str, report: &str) -> (String, String) {
 
 /// [`quick`], with the JSON report beside the markdown one.
 fn quick_with_json(command: &str, file: &str, report: &str) -> (String, String, serde_json::Value) {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = turn();
     let dir = reachable_tempdir();
     let out = dir.path().join("out");
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("studies").join(file);

@@ -3,14 +3,15 @@
 //! input must give a study or one error line naming the file (and, when it cites a line,
 //! one that exists), never a panic. `dbvs study` is not run: `StudyFile::load` is the parser.
 
+use crate::common::share;
 use dbvs::study::file::StudyFile;
 use rand::{Rng, SeedableRng};
 
 const SEEDS: &[&str] = &[
-    include_str!("../studies/encryption-at-rest.toml"),
-    include_str!("../studies/seed-002.toml"),
-    include_str!("../studies/seed-003.toml"),
-    include_str!("../studies/command-pgbench.toml"),
+    include_str!("../../studies/encryption-at-rest.toml"),
+    include_str!("../../studies/seed-002.toml"),
+    include_str!("../../studies/seed-003.toml"),
+    include_str!("../../studies/command-pgbench.toml"),
 ];
 
 const HOSTILE: &[&str] = &[
@@ -88,6 +89,7 @@ fn mutate(text: &str, rng: &mut impl Rng) -> String {
 
 #[test]
 fn every_mutated_study_file_loads_or_fails_with_one_line() {
+    let _turn = share();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("fuzz.toml");
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2026);
@@ -122,6 +124,7 @@ fn every_mutated_study_file_loads_or_fails_with_one_line() {
 
 #[test]
 fn every_shipped_study_and_capacity_file_loads() {
+    let _turn = share();
     let mut files = vec![];
     for dir in ["studies", "studies/checks"] {
         for e in std::fs::read_dir(dir).unwrap() {
@@ -228,6 +231,7 @@ fn key_study(s: &str, pick: usize, rng: &mut impl Rng) -> String {
 
 #[test]
 fn no_spelling_of_a_key_command_reaches_the_stored_text() {
+    let _turn = share();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("keys.toml");
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(41);

@@ -1,11 +1,11 @@
 //! Multi-instance runs and the capacity search through the real binary.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 #[test]
 fn instances_run_side_by_side_and_the_record_has_one_row_each() {
+    let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let o = ok(&[
@@ -69,6 +69,7 @@ fn instances_run_side_by_side_and_the_record_has_one_row_each() {
 
 #[test]
 fn capacity_finds_fewer_instances_on_a_smaller_machine() {
+    let _turn = turn();
     // The SLA is a share of what one instance reaches on this machine now: a fixed OPM
     // figure failed on a shared VM whose speed halved between sessions. Two instances on the
     // whole machine reached 0.54-0.61 of one instance's OPM each; on a quarter of a core two
@@ -122,6 +123,7 @@ fn capacity_finds_fewer_instances_on_a_smaller_machine() {
 
 #[test]
 fn a_bad_capacity_file_is_one_line() {
+    let _turn = share();
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("c.toml");
     for (body, says) in [
@@ -138,6 +140,7 @@ fn a_bad_capacity_file_is_one_line() {
 
 #[test]
 fn a_study_with_instances_reports_the_per_instance_table() {
+    let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("s.toml");
     std::fs::write(

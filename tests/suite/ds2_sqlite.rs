@@ -1,7 +1,6 @@
 //! DS2 on embedded SQLite, end to end through the real binary.
 
-mod common;
-use common::*;
+use crate::common::*;
 use rusqlite::Connection;
 use serde_json::Value;
 
@@ -27,6 +26,7 @@ fn table_digest(path: &std::path::Path) -> Vec<String> {
 
 #[test]
 fn build_is_deterministic_per_seed_and_has_ds2_row_counts() {
+    let _turn = share();
     let dir = tempfile::tempdir().unwrap();
     for (name, seed) in [("a.db", "7"), ("b.db", "7"), ("c.db", "8")] {
         ok(&["build", "--target", &target(dir.path(), name), "--size", "1MB", "--seed", seed]);
@@ -65,6 +65,7 @@ fn build_is_deterministic_per_seed_and_has_ds2_row_counts() {
 
 #[test]
 fn small_size_has_ds2_row_counts() {
+    let _turn = share();
     let dir = tempfile::tempdir().unwrap();
     ok(&["build", "--target", &target(dir.path(), "s.db"), "--size", "S"]);
     let db = Connection::open(dir.path().join("s.db")).unwrap();
@@ -81,6 +82,7 @@ fn stocks(path: &std::path::Path) -> Vec<(i64, i64)> {
 
 #[test]
 fn run_keeps_the_ds2_invariants_and_reports_json() {
+    let _turn = share();
     let dir = tempfile::tempdir().unwrap();
     let pristine = dir.path().join("p.db");
     let kept = dir.path().join("kept.db");
@@ -161,6 +163,7 @@ fn run_keeps_the_ds2_invariants_and_reports_json() {
 
 #[test]
 fn rollback_rate_with_default_settings_matches_the_restock_analysis() {
+    let _turn = share();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     ok(&[
@@ -190,6 +193,7 @@ fn rollback_rate_with_default_settings_matches_the_restock_analysis() {
 
 #[test]
 fn rollback_rate_stays_steady_through_the_run() {
+    let _turn = share();
     // Without the restock rule stock would drain and rollbacks climb; compare the first
     // interval with the rest of the run.
     let dir = tempfile::tempdir().unwrap();

@@ -2,14 +2,9 @@
 //! (SQLite) and on a managed server's processes (PostgreSQL), the kernel's throttling
 //! counters as evidence, clean-up of the groups, and clear errors for bad limits.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::Path;
-
-/// A quota's effect is measured against an unlimited run, which another test's server
-/// beside it would slow.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn study(dir: &Path, body: &str) -> Value {
     let f = dir.join("s.toml");
@@ -35,7 +30,7 @@ fn no_groups_left() {
 
 #[test]
 fn a_cpu_quota_on_sqlite_slows_the_run_and_the_kernel_says_it_throttled() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let r = study(
         dir.path(),
@@ -56,7 +51,7 @@ fn a_cpu_quota_on_sqlite_slows_the_run_and_the_kernel_says_it_throttled() {
 
 #[test]
 fn limits_on_postgres_apply_to_the_server_processes() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = turn();
     let dir = reachable_tempdir();
     let r = study(
         dir.path(),
@@ -82,6 +77,7 @@ fn limits_on_postgres_apply_to_the_server_processes() {
 
 #[test]
 fn bad_limits_are_refused_with_the_fix() {
+    let _turn = share();
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("s.toml");
     let base =

@@ -2,8 +2,7 @@
 //! slowdowns with known true ratios, timing of interleaved slices, variant pairs, the
 //! comparison of stored studies, and how a block's time is shared among the variants.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 #[test]

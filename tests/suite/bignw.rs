@@ -2,8 +2,7 @@
 //! MariaDB with the database restored after each unit, native backups, calibration, and a
 //! study in the balanced order.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::Path;
 
@@ -36,6 +35,7 @@ fn rows(r: &Value) -> Vec<(String, u64)> {
 
 #[test]
 fn bignw_on_sqlite_calibrates_restores_state_and_backs_up() {
+    let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let t = target(dir.path(), "nw.db");
     let json = dir.path().join("r.json");
@@ -77,6 +77,7 @@ fn bignw_on_sqlite_calibrates_restores_state_and_backs_up() {
 
 #[test]
 fn bignw_touches_the_same_rows_on_postgres_and_mariadb_as_on_sqlite() {
+    let _turn = share();
     let dir = reachable_tempdir();
     let fixed = ["--size", "0.02", "--unit-iterations", "2", "--repeat", "1"];
     let sqlite = run(&target(dir.path(), "nw.db"), &fixed, &dir.path().join("s.json"));
@@ -111,6 +112,7 @@ fn bignw_touches_the_same_rows_on_postgres_and_mariadb_as_on_sqlite() {
 
 #[test]
 fn a_bignw_study_runs_each_benchmark_on_every_variant_in_turn() {
+    let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let study = dir.path().join("s.toml");
     std::fs::write(

@@ -1,0 +1,27 @@
+//! The integration tests: one binary (so the helpers in `common` and the crate are compiled
+//! once), one module per subject. They drive the real `dbvs` binary on real databases,
+//! mounts and servers. Tests that measure take turns (`common::turn`).
+
+mod common;
+
+mod bignw;
+mod capacity;
+mod cipher;
+mod cli;
+mod command;
+mod ds2_sqlite;
+mod engines;
+mod faults;
+mod fileio;
+mod galera;
+mod limits;
+mod mariadb;
+mod postgres;
+mod remote;
+mod seeds;
+mod stacks;
+mod study;
+mod study_file_fuzz;
+mod telemetry;
+mod tpcc;
+mod verdicts;
