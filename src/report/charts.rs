@@ -69,14 +69,36 @@ pub fn means_with_ci(m: &MeasureReport) -> Result<String> {
     Ok(svg)
 }
 
+/// The forest plot's axis: linear within a few times the threshold, logarithmic beyond, so
+/// a 1% change stays visible beside an 80% one (`asinh`, in units of `scale` percent).
+struct Stretched {
+    scale: f64,
+}
+
+impl Stretched {
+    fn at(&self, change_pct: f64) -> f64 {
+        (change_pct / self.scale).asinh()
+    }
+
+    fn label(&self, x: f64) -> String {
+        let pct = self.scale * x.sinh();
+        match pct.abs() {
+            p if p < 0.05 => "0%".into(),
+            p if p < 10.0 => format!("{pct:+.1}%"),
+            _ => format!("{pct:+.0}%"),
+        }
+    }
+}
+
 /// The forest plot: every comparison's change % with its CI as a horizontal whisker, the
-/// practical threshold as a shaded band around no change.
+/// practical threshold as a shaded band around no change, on a [`Stretched`] axis.
 pub fn forest(r: &StudyReport) -> Result<String> {
     let rows = super::answer::rows(r);
     let band = 100.0 * r.rules.threshold;
-    let lo = rows.iter().map(|x| x.ci.0).fold(-band, f64::min);
-    let hi = rows.iter().map(|x| x.ci.1).fold(band, f64::max);
-    let pad = ((hi - lo) * 0.08).max(0.5);
+    let axis = Stretched { scale: band.max(0.5) };
+    let lo = rows.iter().map(|x| axis.at(x.ci.0)).fold(axis.at(-band), f64::min);
+    let hi = rows.iter().map(|x| axis.at(x.ci.1)).fold(axis.at(band), f64::max);
+    let pad = (hi - lo) * 0.08;
     let n = rows.len().max(1);
     let mut svg = String::new();
     {
@@ -85,7 +107,7 @@ pub fn forest(r: &StudyReport) -> Result<String> {
         let label_width = rows.iter().map(|x| x.label.len()).max().unwrap_or(10).clamp(10, 48) as u32 * 7;
         let mut chart = ChartBuilder::on(&root)
             .caption(
-                format!("change vs baseline, controls and pairs, 95% CI; band: +-{band:.1}% threshold"),
+                format!("change vs baseline, controls and pairs, 95% CI; band: +-{band:.1}% threshold; axis stretched near 0"),
                 ("sans-serif", 18),
             )
             .margin(12)
@@ -101,13 +123,16 @@ pub fn forest(r: &StudyReport) -> Result<String> {
                 SegmentValue::CenterOf(i) => rows.get(n - 1 - *i).map_or(String::new(), |x| x.label.clone()),
                 _ => String::new(),
             })
-            .x_label_formatter(&|x| format!("{x:+.0}%"))
+            .x_label_formatter(&|x| axis.label(*x))
             .x_desc("change of the measure, %")
             .draw()
             .map_err(err)?;
         let (top, bottom) = (|| SegmentValue::Exact(n), || SegmentValue::Exact(0));
         chart
-            .draw_series(std::iter::once(Rectangle::new([(-band, bottom()), (band, top())], BLACK.mix(0.08).filled())))
+            .draw_series(std::iter::once(Rectangle::new(
+                [(axis.at(-band), bottom()), (axis.at(band), top())],
+                BLACK.mix(0.08).filled(),
+            )))
             .map_err(err)?;
         chart
             .draw_series(std::iter::once(PathElement::new(vec![(0.0, bottom()), (0.0, top())], BLACK)))
@@ -118,14 +143,14 @@ pub fn forest(r: &StudyReport) -> Result<String> {
             chart
                 .draw_series(std::iter::once(ErrorBar::new_horizontal(
                     y(),
-                    row.ci.0,
-                    row.change,
-                    row.ci.1,
+                    axis.at(row.ci.0),
+                    axis.at(row.change),
+                    axis.at(row.ci.1),
                     c.stroke_width(2),
                     10,
                 )))
                 .map_err(err)?;
-            chart.draw_series(std::iter::once(Circle::new((row.change, y()), 4, c.filled()))).map_err(err)?;
+            chart.draw_series(std::iter::once(Circle::new((axis.at(row.change), y()), 4, c.filled()))).map_err(err)?;
         }
         root.present().map_err(err)?;
     }
@@ -236,6 +261,18 @@ mod tests {
             [forest(&r).unwrap(), means_with_ci(&r.measures[0]).unwrap(), over_time(&r).unwrap(), latency(&r).unwrap()];
         for svg in charts {
             assert!(svg.starts_with("<svg") && svg.contains("sqlcipher"), "{}", &svg[..200.min(svg.len())]);
+        }
+    }
+
+    #[test]
+    fn a_one_percent_change_keeps_a_visible_share_of_an_axis_that_reaches_eighty() {
+        let axis = Stretched { scale: 1.0 };
+        let share = axis.at(1.0) / axis.at(80.0);
+        assert!(share > 0.15, "1% takes {:.0}% of the way to 80%", 100.0 * share);
+        assert!(axis.at(-80.0) < axis.at(-1.0) && axis.at(-1.0) < axis.at(0.0) && axis.at(0.0) == 0.0);
+        for pct in [-47.2, -3.1, 0.8, 12.0, 80.0] {
+            let back: f64 = axis.label(axis.at(pct)).trim_end_matches('%').parse().unwrap();
+            assert!((back - pct).abs() <= 0.5, "{pct} reads back as {back}");
         }
     }
 }
