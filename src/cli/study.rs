@@ -63,6 +63,9 @@ pub fn main(args: StudyArgs) -> Result<ExitCode> {
         };
         println!("  {:<12} {mean:<28} {what}", v.info.name);
     }
+    for warning in r.regime.iter().filter_map(crate::report::Regime::warning) {
+        println!("  warning: {warning}");
+    }
     // What the noise allows, beside every headline verdict.
     for c in &r.comparisons {
         println!(

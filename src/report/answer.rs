@@ -30,6 +30,7 @@ fn clause(lead: &str, c: &Comparison) -> String {
 /// One line per variant besides the baseline.
 pub fn lines(r: &StudyReport) -> Vec<String> {
     let others = r.variants.iter().filter(|v| v.info.name != r.baseline);
+    let regime = r.regime.iter().filter_map(super::Regime::warning);
     others
         .map(|v| {
             let name = &v.info.name;
@@ -59,6 +60,7 @@ pub fn lines(r: &StudyReport) -> Vec<String> {
             }
             line
         })
+        .chain(regime)
         .collect()
 }
 
@@ -95,13 +97,17 @@ mod tests {
     fn the_answer_names_the_change_its_interval_the_verdict_and_the_control() {
         let r = super::super::sample::report();
         let lines = super::lines(&r);
-        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(lines.len(), 3, "{lines:?}");
         // Six blocks' ratios 0.892-0.911: the Hodges-Lehmann centre 0.900, and the signed-rank
         // interval of six blocks runs from the lowest ratio to the highest.
         assert!(lines[0].starts_with("sqlcipher: opm 10.0% lower than plain [95% CI -10.8%, -8.9%]"), "{lines:?}");
         assert!(lines[0].contains(": slower; the smallest change these blocks could detect is "), "{lines:?}");
         assert!(lines[0].contains("Against its control (plain on ext4 image), the encryption alone: 1.0% lower"));
         assert!(lines[1].starts_with("fscrypt: not measured (mkfs.ext4 not found"), "{lines:?}");
+        // A run that read nothing from storage under its memory limit is named, and said to
+        // have run in cache.
+        assert!(lines[2].starts_with("ds2: larger than memory not reached in 1 of 6 runs"), "{lines:?}");
+        assert!(lines[2].contains("(block 2 plain)") && lines[2].contains("ran in cache"), "{lines:?}");
         let rows = super::rows(&r);
         assert_eq!(
             rows.iter().map(|r| r.label.as_str()).collect::<Vec<_>>(),

@@ -117,6 +117,38 @@ pub struct StudyReport {
     /// How each workload's variants were measured (see [`Design`]).
     #[serde(default)]
     pub design: Vec<Design>,
+    /// Whether the study was in the regime it asked for (see [`Regime`]).
+    #[serde(default)]
+    pub regime: Vec<Regime>,
+}
+
+/// A workload whose runs had a memory limit, so that its database would be larger than
+/// memory: how many of its runs read anything from storage, and which did not.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Regime {
+    pub workload: String,
+    pub runs: usize,
+    /// `block N variant` of each run that read nothing from storage: it ran in cache.
+    pub in_cache: Vec<String>,
+}
+
+impl Regime {
+    /// What the answer says when some runs missed the regime.
+    pub fn warning(&self) -> Option<String> {
+        let shown: Vec<&str> = self.in_cache.iter().take(6).map(String::as_str).collect();
+        let more = self.in_cache.len().saturating_sub(shown.len());
+        (!self.in_cache.is_empty()).then(|| {
+            format!(
+                "{}: larger than memory not reached in {} of {} runs, which read nothing from storage ({}{}): \
+                 those ran in cache, so the verdicts mix in the in-cache regime",
+                self.workload,
+                self.in_cache.len(),
+                self.runs,
+                shown.join(", "),
+                if more > 0 { format!(" and {more} more") } else { String::new() }
+            )
+        })
+    }
 }
 
 /// How precise a study's intervals must be: every comparison's half-width at most `all`,
@@ -492,6 +524,7 @@ pub(crate) mod sample {
                 slice: Some(std::time::Duration::from_millis(10)),
                 alone_because: None,
             }],
+            regime: vec![Regime { workload: "ds2".into(), runs: 6, in_cache: vec!["block 2 plain".into()] }],
         }
     }
 }

@@ -368,6 +368,9 @@ fn settle(instances: &[Instance], idle: Duration) -> Result<f64> {
     Ok(t.elapsed().as_secs_f64())
 }
 
+/// The measure that says whether a memory-limited run read from storage.
+pub const STORAGE_READ_PER_UNIT: &str = "storage KB read per unit";
+
 /// What the run engine measures itself beside a throughput workload's own measures, each
 /// per unit (order, transaction), as costs that show a change more precisely than
 /// throughput can (time the hypervisor stole is in no CPU time):
@@ -408,7 +411,7 @@ pub fn cost_measures(
         measured.filter(|m| m.storage_write_bytes > 0).map(|m| m.storage_write_bytes as f64 / 1024.0 / m.units as f64);
     own.push(Measure::cost("storage KB written per unit", "KB", written));
     if memory_limited {
-        own.push(Measure::cost("storage KB read per unit", "KB", per_unit(|m| m.storage_read_bytes as f64 / 1024.0)));
+        own.push(Measure::cost(STORAGE_READ_PER_UNIT, "KB", per_unit(|m| m.storage_read_bytes as f64 / 1024.0)));
     }
     own
 }

@@ -299,6 +299,34 @@ fn latency(records: &[&RunRecord]) -> BTreeMap<String, LatencySummary> {
     out
 }
 
+/// For each workload with a memory limit, the runs that read nothing from storage: the study
+/// asked for a database larger than memory, and those ran in cache.
+fn regimes(study: &StudyFile, active: &[Active]) -> Vec<crate::report::Regime> {
+    let limited = study.workloads.iter().filter(|w| w.memory.is_some());
+    limited
+        .map(|w| {
+            let key = format!("{} / {}", w.label(), crate::run::STORAGE_READ_PER_UNIT);
+            let (runs, in_cache) = read_nothing(active.iter().map(|a| (a.cfg.name.as_str(), values(a, &key))));
+            crate::report::Regime { workload: w.label(), runs, in_cache }
+        })
+        .collect()
+}
+
+/// How many runs measured a value, and `block N variant` of each whose value was zero.
+fn read_nothing<'a>(variants: impl Iterator<Item = (&'a str, &'a [Option<f64>])>) -> (usize, Vec<String>) {
+    let mut runs = 0;
+    let mut none = Vec::new();
+    for (name, per_block) in variants {
+        for (block, kb) in per_block.iter().enumerate().filter_map(|(b, v)| Some((b, (*v)?))) {
+            runs += 1;
+            if kb <= 0.0 {
+                none.push(format!("block {} {name}", block + 1));
+            }
+        }
+    }
+    (runs, none)
+}
+
 /// Per-interval rate averaged over runs, by interval position.
 fn series(records: &[&RunRecord]) -> Vec<(f64, f64)> {
     let len = records.iter().map(|r| r.intervals.len()).min().unwrap_or(0);
@@ -393,6 +421,7 @@ pub(super) fn build(i: Inputs) -> StudyReport {
             study_file: i.text.into(),
         },
         design: i.study.workloads.iter().map(|w| i.study.design(w)).collect(),
+        regime: regimes(i.study, i.active),
     }
 }
 
@@ -405,7 +434,15 @@ fn workload_params(w: &super::file::WorkloadConfig) -> serde_json::Value {
 
 #[cfg(test)]
 mod tests {
-    use super::zeros;
+    use super::{read_nothing, zeros};
+
+    #[test]
+    fn runs_that_read_nothing_under_a_memory_limit_are_named() {
+        let plain = [Some(120.0), Some(0.0), None];
+        let tde = [Some(0.0), Some(95.0), Some(101.0)];
+        let (runs, none) = read_nothing([("plain", &plain[..]), ("tde", &tde[..])].into_iter());
+        assert_eq!((runs, none), (5, vec!["block 2 plain".to_string(), "block 1 tde".to_string()]));
+    }
 
     #[test]
     fn blocks_where_a_side_measured_zero_are_named() {
