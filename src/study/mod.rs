@@ -109,17 +109,7 @@ fn run_blocks(
     let started_at = now();
     let (work, live_dir, live) = open_output(&out_dir, id, opts.metrics_addr.as_deref())?;
     let exe = std::env::current_exe()?;
-    let ctx = launch::Context {
-        exe: &exe,
-        out: &out_dir,
-        work: work.path(),
-        live: live_dir.as_deref(),
-        target: &study.target,
-        seed: study.seed,
-        power: &study.power,
-        idle_power: study.idle_power,
-        clients: study.clients.as_ref(),
-    };
+    let ctx = study.launcher(&exe, &out_dir, work.path(), live_dir.as_deref());
 
     eprintln!("study {id} '{}': results store {}, output {}", study.name, store.path.display(), out_dir.display());
     for w in &study.warnings {
@@ -133,32 +123,12 @@ fn run_blocks(
         Some(_) => study.workloads.clone(),
         None => calibrate(&ctx, &active[0], &study.workloads)?,
     };
-    let designs: Vec<report::Design> = workloads.iter().map(|w| study.design(w)).collect();
-    for d in &designs {
-        eprintln!("{}", d.text());
-    }
-    let per_workload: Vec<Vec<measures::Measure>> = workloads
-        .iter()
-        .zip(&designs)
-        .map(|(w, d)| measures::of(w, study.seed, setting(study, d)))
-        .collect::<Result<_>>()?;
-    let suites = measures::suites(&workloads, study.seed)?;
-    let takes_backups = workloads.iter().any(|w| w.kind().is_ok_and(|k| k.takes_backups()));
-    let (rows, first) = resume::preload(&mut active, &per_workload.concat(), stored);
-    // A study that opens with a suite (bignw's ten benchmarks) is answered by the suite's
-    // mean, as seed 003's was by the average over its ten.
-    let (lead, rest): (Vec<&measures::Suite>, Vec<_>) = suites.iter().partition(|s| s.entry == workloads[0].entry);
-    let all_measures: Vec<measures::Measure> = lead
-        .iter()
-        .map(|s| s.measure.clone())
-        .chain(per_workload.concat())
-        .chain(rest.iter().map(|s| s.measure.clone()))
-        .collect();
+    let (plan, suites, all_measures) = plan(study, workloads)?;
+    let (rows, first) = resume::preload(&mut active, &plan.per_workload.concat(), stored);
     fill_suites(&mut active, &suites);
     if first > 0 {
         eprintln!("resuming study {id} at block {} (blocks 1-{first} are in the store)", first + 1);
     }
-    let plan = Plan { workloads, per_workload, takes_backups, designs };
     let mut gathered = Gathered { rows, canaries: vec![], leak: None };
     let mut block_times: Vec<f64> = Vec::new();
     let mut status = (Status::Completed, None::<String>);
@@ -224,6 +194,35 @@ fn run_blocks(
     }
     drop(active);
     Ok(Outcome { report, out_dir, report_only: report_only.is_some() })
+}
+
+/// What the blocks run and measure: each workload's design and measures, the suites over
+/// them, and every measure in the report's order.
+fn plan(
+    study: &StudyFile,
+    workloads: Vec<file::WorkloadConfig>,
+) -> Result<(Plan, Vec<measures::Suite>, Vec<measures::Measure>)> {
+    let designs: Vec<report::Design> = workloads.iter().map(|w| study.design(w)).collect();
+    for d in &designs {
+        eprintln!("{}", d.text());
+    }
+    let per_workload: Vec<Vec<measures::Measure>> = workloads
+        .iter()
+        .zip(&designs)
+        .map(|(w, d)| measures::of(w, study.seed, setting(study, d)))
+        .collect::<Result<_>>()?;
+    let suites = measures::suites(&workloads, study.seed)?;
+    let takes_backups = workloads.iter().any(|w| w.kind().is_ok_and(|k| k.takes_backups()));
+    // A study that opens with a suite (bignw's ten benchmarks) is answered by the suite's
+    // mean, as seed 003's was by the average over its ten.
+    let (lead, rest): (Vec<&measures::Suite>, Vec<_>) = suites.iter().partition(|s| s.entry == workloads[0].entry);
+    let all_measures: Vec<measures::Measure> = lead
+        .iter()
+        .map(|s| s.measure.clone())
+        .chain(per_workload.concat())
+        .chain(rest.iter().map(|s| s.measure.clone()))
+        .collect();
+    Ok((Plan { workloads, per_workload, takes_backups, designs }, suites, all_measures))
 }
 
 /// The output directory's runs and logs, the study's work directory, and the live metrics

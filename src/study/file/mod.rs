@@ -163,6 +163,27 @@ impl StudyFile {
         Ok(())
     }
 
+    /// How the study launches its runs (see `run::launch`).
+    pub fn launcher<'a>(
+        &'a self,
+        exe: &'a Path,
+        out: &'a Path,
+        work: &'a Path,
+        live: Option<&'a Path>,
+    ) -> crate::run::launch::Context<'a> {
+        crate::run::launch::Context {
+            exe,
+            out,
+            work,
+            live,
+            target: &self.target,
+            seed: self.seed,
+            power: &self.power,
+            idle_power: self.idle_power,
+            clients: self.clients.as_ref(),
+        }
+    }
+
     /// Reads and checks a study file, in its quick form with `quick` (see [`super::quick`]).
     /// The full form of a file that has a quick form checks that one too, so a mistake in it
     /// shows before the run that needs it.
@@ -210,51 +231,8 @@ impl StudyFile {
         if self.workloads.is_empty() {
             bail!("a study needs a [workload] (or a list of [[workloads]])");
         }
-        for (i, w) in self.workloads.iter().enumerate() {
-            let at = |needle: &str| places.line(places.workloads.get(w.entry), needle);
-            w.kind().map_err(|e| anyhow::anyhow!("{}workload {}: {e}", at("size"), w.name()))?;
-            if let Some((key, what)) = w.load.problem() {
-                bail!("{}workload.{key} {what}", at(key));
-            }
-            let throughput = crate::workloads::throughput_names();
-            if w.instances == 0 || (w.instances > 1 && !throughput.contains(&w.name())) {
-                bail!("{}workload.instances must be 1, or more for {}", at("instances"), throughput.join(", "));
-            }
-            if w.instances > 256 {
-                bail!("{}workload.instances must be at most 256", at("instances"));
-            }
-            if w.memory_bytes().map_err(|e| anyhow::anyhow!("{}workload.memory: {e}", at("memory")))?.is_some() {
-                self.check_memory_beside_limits().map_err(|e| anyhow::anyhow!("{}{e}", at("memory")))?;
-            }
-            if self.workloads[..i].iter().any(|o| o.label() == w.label()) {
-                bail!("two workloads are both called '{}'; give one a label = \"...\"", w.label());
-            }
-        }
-        if self.variants.len() < 2 {
-            bail!("a study needs at least two [[variants]]: a baseline (the first) and something to compare");
-        }
-        for (i, v) in self.variants.iter().enumerate() {
-            let at = |needle: &str| places.line(places.variants.get(i), needle);
-            v.validate().map_err(|e| anyhow::anyhow!("{}{e}", at(&format!("\"{}\"", v.name))))?;
-            if self.variants[..i].iter().any(|w| w.name == v.name) {
-                bail!(
-                    "{}variant name '{}' is used twice; names must be unique",
-                    at(&format!("\"{}\"", v.name)),
-                    v.name
-                );
-            }
-        }
-        for (a, b) in &self.compare {
-            let at = at("compare");
-            for name in [a, b] {
-                if !self.variants.iter().any(|v| v.name == *name) {
-                    bail!("{at}compare: no variant is called '{name}'");
-                }
-            }
-            if a == b || [a, b].contains(&&self.variants[0].name) {
-                bail!("{at}compare: '{a}' against '{b}': pair two different variants other than the baseline, which every variant is compared with already");
-            }
-        }
+        self.check_workloads(places)?;
+        self.check_variants(places)?;
         if self.blocks.min < 2 || self.blocks.min > self.blocks.max {
             bail!("{}blocks: need 2 <= min <= max, got min {} max {}", at("min"), self.blocks.min, self.blocks.max);
         }
@@ -304,6 +282,62 @@ impl StudyFile {
             }
             c.reach(self.target.engine, self.target.listen.as_deref())
                 .map_err(|e| anyhow::anyhow!("{}{e}", at("clients")))?;
+        }
+        Ok(())
+    }
+
+    /// Every workload entry: its options, load, instances, memory and label.
+    fn check_workloads(&self, places: &Places) -> Result<()> {
+        for (i, w) in self.workloads.iter().enumerate() {
+            let at = |needle: &str| places.line(places.workloads.get(w.entry), needle);
+            w.kind().map_err(|e| anyhow::anyhow!("{}workload {}: {e}", at("size"), w.name()))?;
+            if let Some((key, what)) = w.load.problem() {
+                bail!("{}workload.{key} {what}", at(key));
+            }
+            let throughput = crate::workloads::throughput_names();
+            if w.instances == 0 || (w.instances > 1 && !throughput.contains(&w.name())) {
+                bail!("{}workload.instances must be 1, or more for {}", at("instances"), throughput.join(", "));
+            }
+            if w.instances > 256 {
+                bail!("{}workload.instances must be at most 256", at("instances"));
+            }
+            if w.memory_bytes().map_err(|e| anyhow::anyhow!("{}workload.memory: {e}", at("memory")))?.is_some() {
+                self.check_memory_beside_limits().map_err(|e| anyhow::anyhow!("{}{e}", at("memory")))?;
+            }
+            if self.workloads[..i].iter().any(|o| o.label() == w.label()) {
+                bail!("two workloads are both called '{}'; give one a label = \"...\"", w.label());
+            }
+        }
+        Ok(())
+    }
+
+    /// The variants: at least two, each valid, each named once, and the pairs to compare.
+    fn check_variants(&self, places: &Places) -> Result<()> {
+        let at = |needle: &str| places.line(None, needle);
+        if self.variants.len() < 2 {
+            bail!("a study needs at least two [[variants]]: a baseline (the first) and something to compare");
+        }
+        for (i, v) in self.variants.iter().enumerate() {
+            let at = |needle: &str| places.line(places.variants.get(i), needle);
+            v.validate().map_err(|e| anyhow::anyhow!("{}{e}", at(&format!("\"{}\"", v.name))))?;
+            if self.variants[..i].iter().any(|w| w.name == v.name) {
+                bail!(
+                    "{}variant name '{}' is used twice; names must be unique",
+                    at(&format!("\"{}\"", v.name)),
+                    v.name
+                );
+            }
+        }
+        for (a, b) in &self.compare {
+            let at = at("compare");
+            for name in [a, b] {
+                if !self.variants.iter().any(|v| v.name == *name) {
+                    bail!("{at}compare: no variant is called '{name}'");
+                }
+            }
+            if a == b || [a, b].contains(&&self.variants[0].name) {
+                bail!("{at}compare: '{a}' against '{b}': pair two different variants other than the baseline, which every variant is compared with already");
+            }
         }
         Ok(())
     }
