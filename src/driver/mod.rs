@@ -253,132 +253,191 @@ pub fn run_gated<'w>(
     gate: &mut dyn FnMut(),
     observe: &mut dyn FnMut(Event),
 ) -> RunResult {
-    let stats = SharedStats::new(pacing.threads, op_names.len());
-    let stop = Stop::default();
-    let phase = AtomicU8::new(if pacing.warmup.is_zero() { PHASE_MEASURE } else { PHASE_WARMUP });
-    let failure: Mutex<Option<String>> = Mutex::new(None);
-    let fail = |msg: String| {
-        failure.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(msg);
-        stop.request();
-    };
-    let (connected, go) = (Barrier::new(pacing.threads + 1), Barrier::new(pacing.threads + 1));
-    let finished = AtomicUsize::new(0);
-
-    let mut status = RunStatus::Completed;
-    let mut intervals = Vec::new();
-    let mut window = (None, None);
-    let mut cpu = (0.0, 0.0);
-    let mut rss = (None, None);
+    let crew = Crew::new(pacing, op_names.len());
+    let mut watched = Watched::new();
     std::thread::scope(|scope| {
         for i in 0..pacing.threads {
-            let (stats, stop, phase, fail, finished) = (&stats, &stop, &phase, &fail, &finished);
-            let (connected, go) = (&connected, &go);
+            let crew = &crew;
             std::thread::Builder::new()
                 .name(format!("worker-{i}"))
-                .spawn_scoped(scope, move || {
-                    let id = pacing.first_worker + i;
-                    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(pacing.seed ^ ((id as u64 + 1) << 32));
-                    let ramp = pacing.threads as f64 / pacing.ramp_rate;
-                    let pinned = if pacing.pin_workers { crate::sys::pin_thread(i).map(drop) } else { Ok(()) };
-                    let worker = if stop.sleep(Duration::from_secs_f64(rng.random_range(0.0..ramp))) {
-                        None
-                    } else if let Err(e) = pinned {
-                        fail(format!("worker {id}: {e:#}"));
-                        None
-                    } else {
-                        make_worker(id).map_err(|e| fail(format!("worker {id} could not start: {e:#}"))).ok()
-                    };
-                    connected.wait();
-                    go.wait();
-                    if let Some(mut w) = worker {
-                        work(i, w.as_mut(), &mut rng, pacing, stats, stop, phase, &fail);
-                    }
-                    finished.fetch_add(1, Relaxed);
-                })
+                .spawn_scoped(scope, move || crew.worker(i, make_worker))
                 .expect("spawning a worker thread");
         }
-        connected.wait();
+        crew.connected.wait();
         gate();
-        go.wait();
+        crew.go.wait();
+        watched.control(&crew, observe);
+        crew.phase.store(PHASE_DONE, Relaxed);
+        crew.stop.request();
+    });
+    watched.result(crew, op_names)
+}
 
+/// What a run's worker threads and its control loop share.
+struct Crew<'p> {
+    pacing: &'p Pacing,
+    stats: SharedStats,
+    stop: Stop,
+    phase: AtomicU8,
+    /// The first failure, which ends the run.
+    failure: Mutex<Option<String>>,
+    /// Every worker connected (or failed to), then the common go.
+    connected: Barrier,
+    go: Barrier,
+    finished: AtomicUsize,
+}
+
+impl<'p> Crew<'p> {
+    fn new(pacing: &'p Pacing, ops: usize) -> Self {
+        Self {
+            pacing,
+            stats: SharedStats::new(pacing.threads, ops),
+            stop: Stop::default(),
+            phase: AtomicU8::new(if pacing.warmup.is_zero() { PHASE_MEASURE } else { PHASE_WARMUP }),
+            failure: Mutex::new(None),
+            connected: Barrier::new(pacing.threads + 1),
+            go: Barrier::new(pacing.threads + 1),
+            finished: AtomicUsize::new(0),
+        }
+    }
+
+    fn fail(&self, msg: String) {
+        self.failure.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(msg);
+        self.stop.request();
+    }
+
+    /// Worker `i`'s thread: connects at a random point of the ramp-up, waits for the common
+    /// go, then works until the run stops.
+    fn worker<'w>(&self, i: usize, make_worker: &(dyn Fn(usize) -> anyhow::Result<Box<dyn Worker + 'w>> + Sync)) {
+        let pacing = self.pacing;
+        let id = pacing.first_worker + i;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(pacing.seed ^ ((id as u64 + 1) << 32));
+        let ramp = pacing.threads as f64 / pacing.ramp_rate;
+        let pinned = if pacing.pin_workers { crate::sys::pin_thread(i).map(drop) } else { Ok(()) };
+        let worker = if self.stop.sleep(Duration::from_secs_f64(rng.random_range(0.0..ramp))) {
+            None
+        } else if let Err(e) = pinned {
+            self.fail(format!("worker {id}: {e:#}"));
+            None
+        } else {
+            make_worker(id).map_err(|e| self.fail(format!("worker {id} could not start: {e:#}"))).ok()
+        };
+        self.connected.wait();
+        self.go.wait();
+        if let Some(mut w) = worker {
+            let fail = |msg: String| self.fail(msg);
+            work(i, w.as_mut(), &mut rng, pacing, &self.stats, &self.stop, &self.phase, &fail);
+        }
+        self.finished.fetch_add(1, Relaxed);
+    }
+}
+
+/// What the control loop saw: how the run ended, its report intervals, and the measured
+/// window with the process's CPU time and memory at its two ends.
+struct Watched {
+    status: RunStatus,
+    intervals: Vec<IntervalSample>,
+    window: (Option<Instant>, Option<Instant>),
+    cpu: (f64, f64),
+    rss: (Option<f64>, Option<f64>),
+}
+
+impl Watched {
+    fn new() -> Self {
+        Self {
+            status: RunStatus::Completed,
+            intervals: vec![],
+            window: (None, None),
+            cpu: (0.0, 0.0),
+            rss: (None, None),
+        }
+    }
+
+    fn open_window(&mut self, at: Instant, after_warmup: bool, observe: &mut dyn FnMut(Event)) {
+        self.window.0 = Some(at);
+        (self.cpu.0, self.rss.0) = (process_cpu_seconds(), process_rss_mb());
+        observe(Event::WindowStart { after_warmup });
+    }
+
+    /// Ticks until the window is over, every unit done, the run failed or interrupted:
+    /// ends the warm-up, reports progress and takes each report interval.
+    fn control(&mut self, crew: &Crew, observe: &mut dyn FnMut(Event)) {
+        let pacing = crew.pacing;
         let start = Instant::now();
         let mut measure_start = start;
-        if phase.load(Relaxed) == PHASE_MEASURE {
-            window.0 = Some(start);
-            (cpu.0, rss.0) = (process_cpu_seconds(), process_rss_mb());
-            observe(Event::WindowStart { after_warmup: false });
+        if crew.phase.load(Relaxed) == PHASE_MEASURE {
+            self.open_window(start, false, observe);
         }
         let total_units = pacing.iterations.map(|n| n * pacing.threads as u64);
         let mut prev = (Counters::default(), Duration::ZERO);
         loop {
-            if stop.sleep(TICK) {
+            if crew.stop.sleep(TICK) {
                 break;
             }
             if interrupt::interrupted() {
-                status = RunStatus::Interrupted;
+                self.status = RunStatus::Interrupted;
                 break;
             }
             let now = Instant::now();
-            let warmup = phase.load(Relaxed) == PHASE_WARMUP;
+            let warmup = crew.phase.load(Relaxed) == PHASE_WARMUP;
             if warmup && now - start >= pacing.warmup {
-                stats.reset_measured();
-                phase.store(PHASE_MEASURE, Relaxed);
+                crew.stats.reset_measured();
+                crew.phase.store(PHASE_MEASURE, Relaxed);
                 measure_start = now;
-                window.0 = Some(now);
-                (cpu.0, rss.0) = (process_cpu_seconds(), process_rss_mb());
                 prev = (Counters::default(), Duration::ZERO);
-                observe(Event::WindowStart { after_warmup: true });
+                self.open_window(now, true, observe);
                 continue;
             }
             let et = now - measure_start;
             let of = if warmup { pacing.warmup } else { pacing.duration };
             match total_units.filter(|_| !warmup) {
-                Some(of) => observe(Event::Tick { done: stats.counters().units, of, warmup }),
+                Some(of) => observe(Event::Tick { done: crew.stats.counters().units, of, warmup }),
                 None => observe(Event::Tick { done: et.as_secs().min(of.as_secs()), of: of.as_secs(), warmup }),
             }
             if et - prev.1 >= pacing.report_interval {
-                let c = stats.counters();
-                let latencies = stats.take_interval();
+                let c = crew.stats.counters();
+                let latencies = crew.stats.take_interval();
                 let sample = IntervalSample::new(et, c, prev.0, et - prev.1, &latencies);
                 observe(Event::Interval { sample: &sample, latencies: &latencies, warmup });
                 if !warmup {
-                    intervals.push(sample);
+                    self.intervals.push(sample);
                 }
                 prev = (c, et);
             }
-            if !warmup && (et >= pacing.duration || finished.load(Relaxed) == pacing.threads) {
+            if !warmup && (et >= pacing.duration || crew.finished.load(Relaxed) == pacing.threads) {
                 break;
             }
         }
-        if window.0.is_some() {
-            window.1 = Some(Instant::now());
-            (cpu.1, rss.1) = (process_cpu_seconds(), process_rss_mb());
+        if self.window.0.is_some() {
+            self.window.1 = Some(Instant::now());
+            (self.cpu.1, self.rss.1) = (process_cpu_seconds(), process_rss_mb());
             observe(Event::WindowEnd);
         }
-        phase.store(PHASE_DONE, Relaxed);
-        stop.request();
-    });
-
-    if let Some(msg) = failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        status = RunStatus::Failed(msg);
     }
-    let elapsed = match window {
-        (Some(a), Some(b)) => (b - a).as_secs_f64(),
-        _ => 0.0,
-    };
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-    let latencies = stats.latencies(op_names.len());
-    RunResult {
-        status,
-        elapsed_s: elapsed,
-        measured: stats.measured(op_names, &latencies),
-        from_start: stats.from_start(op_names),
-        intervals,
-        process_cpu_pct: if elapsed > 0.0 { 100.0 * (cpu.1 - cpu.0) / elapsed / cores } else { 0.0 },
-        rss_mb: rss.0.zip(rss.1),
-        window_counter: None,
-        latencies,
-        remote: None,
+
+    fn result(self, crew: Crew, op_names: &[&str]) -> RunResult {
+        let status = match crew.failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(msg) => RunStatus::Failed(msg),
+            None => self.status,
+        };
+        let elapsed = match self.window {
+            (Some(a), Some(b)) => (b - a).as_secs_f64(),
+            _ => 0.0,
+        };
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let latencies = crew.stats.latencies(op_names.len());
+        RunResult {
+            status,
+            elapsed_s: elapsed,
+            measured: crew.stats.measured(op_names, &latencies),
+            from_start: crew.stats.from_start(op_names),
+            intervals: self.intervals,
+            process_cpu_pct: if elapsed > 0.0 { 100.0 * (self.cpu.1 - self.cpu.0) / elapsed / cores } else { 0.0 },
+            rss_mb: self.rss.0.zip(self.rss.1),
+            window_counter: None,
+            latencies,
+            remote: None,
+        }
     }
 }
 

@@ -243,49 +243,54 @@ fn generate_part(part: Part, seed: u64, load: Constants, out: &mut Chunker) -> R
                 }
             }
         }
-        Part::Orders(w) => {
-            for d in 1..=DISTRICTS {
-                let mut customers: Vec<i64> = (1..=CUSTOMERS_PER_DISTRICT).collect();
-                customers.shuffle(rng);
-                let mut lines = Vec::with_capacity(15);
-                for (o, &c) in (1..).zip(&customers) {
-                    let delivered = o < NEW_ORDERS_FROM;
-                    let count = rng.random_range(5..=15);
-                    let carrier = if delivered { Cell::Int(rng.random_range(1..=10)) } else { Cell::Null };
-                    let row = vec![
-                        Cell::Int(o),
-                        Cell::Int(c),
-                        Cell::Int(d),
-                        Cell::Int(w),
-                        text(LOAD_TIME),
-                        carrier,
-                        Cell::Int(count),
-                        Cell::Int(1),
-                    ];
-                    out.emit(Table::Orders, row)?;
-                    lines.clear();
-                    for n in 1..=count {
-                        lines.push(vec![
-                            Cell::Int(o),
-                            Cell::Int(d),
-                            Cell::Int(w),
-                            Cell::Int(n),
-                            Cell::Int(rng.random_range(1..=ITEMS)),
-                            Cell::Int(w),
-                            if delivered { text(LOAD_TIME) } else { Cell::Null },
-                            Cell::Int(5),
-                            if delivered { money(0) } else { money(rng.random_range(1..=999_999)) },
-                            text(random::astring(rng, 24, 24)),
-                        ]);
-                    }
-                    for l in lines.drain(..) {
-                        out.emit(Table::OrderLine, l)?;
-                    }
-                }
-                for o in NEW_ORDERS_FROM..=CUSTOMERS_PER_DISTRICT {
-                    out.emit(Table::NewOrder, vec![Cell::Int(o), Cell::Int(d), Cell::Int(w)])?;
-                }
+        Part::Orders(w) => orders(rng, w, out)?,
+    }
+    Ok(())
+}
+
+/// A warehouse's orders, district by district: each customer's one order (those before
+/// `NEW_ORDERS_FROM` delivered) with its 5-15 lines, then the undelivered new orders.
+fn orders(rng: &mut ChaCha8Rng, w: i64, out: &mut Chunker) -> Result<()> {
+    for d in 1..=DISTRICTS {
+        let mut customers: Vec<i64> = (1..=CUSTOMERS_PER_DISTRICT).collect();
+        customers.shuffle(rng);
+        let mut lines = Vec::with_capacity(15);
+        for (o, &c) in (1..).zip(&customers) {
+            let delivered = o < NEW_ORDERS_FROM;
+            let count = rng.random_range(5..=15);
+            let carrier = if delivered { Cell::Int(rng.random_range(1..=10)) } else { Cell::Null };
+            let row = vec![
+                Cell::Int(o),
+                Cell::Int(c),
+                Cell::Int(d),
+                Cell::Int(w),
+                text(LOAD_TIME),
+                carrier,
+                Cell::Int(count),
+                Cell::Int(1),
+            ];
+            out.emit(Table::Orders, row)?;
+            lines.clear();
+            for n in 1..=count {
+                lines.push(vec![
+                    Cell::Int(o),
+                    Cell::Int(d),
+                    Cell::Int(w),
+                    Cell::Int(n),
+                    Cell::Int(rng.random_range(1..=ITEMS)),
+                    Cell::Int(w),
+                    if delivered { text(LOAD_TIME) } else { Cell::Null },
+                    Cell::Int(5),
+                    if delivered { money(0) } else { money(rng.random_range(1..=999_999)) },
+                    text(random::astring(rng, 24, 24)),
+                ]);
             }
+            for l in lines.drain(..) {
+                out.emit(Table::OrderLine, l)?;
+            }
+        }
+        for o in NEW_ORDERS_FROM..=CUSTOMERS_PER_DISTRICT {
+            out.emit(Table::NewOrder, vec![Cell::Int(o), Cell::Int(d), Cell::Int(w)])?;
         }
     }
     Ok(())
