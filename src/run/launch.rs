@@ -413,7 +413,11 @@ pub fn run_interleaved(
         .map(|((sides, ((json, log_path), status)), ooms)| {
             let records = status.and_then(|status| read_records(json, log_path, status, sides.len()));
             match records {
-                Err(e) => sides.iter().map(|_| Err(anyhow::anyhow!("{e:#}"))).collect(),
+                Err(e) => sides
+                    .iter()
+                    .zip(ooms)
+                    .map(|((_, p), ooms)| settle(p, Err(anyhow::anyhow!("{e:#}")), ooms))
+                    .collect(),
                 Ok(records) => records
                     .into_iter()
                     .zip(sides)
