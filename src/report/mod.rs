@@ -35,16 +35,26 @@ pub struct Design {
     pub slice: Option<std::time::Duration>,
     /// Why each variant ran alone in each block instead.
     pub alone_because: Option<String>,
+    /// Variants that ran alone in each block while the others took turns, each with why
+    /// (`name: reason`).
+    #[serde(default)]
+    pub variants_alone: Vec<String>,
 }
 
 impl Design {
     /// One line for the report and the study's log.
     pub fn text(&self) -> String {
         match (&self.slice, &self.alone_because) {
-            (Some(slice), _) => format!(
+            (Some(slice), _) if self.variants_alone.is_empty() => format!(
                 "{}: the variants took turns in {} slices within one run per block",
                 self.workload,
                 humantime::format_duration(*slice)
+            ),
+            (Some(slice), _) => format!(
+                "{}: the variants took turns in {} slices within one run per block, but for {}",
+                self.workload,
+                humantime::format_duration(*slice),
+                self.variants_alone.join("; ")
             ),
             (None, Some(why)) => format!("{}: each variant ran alone in each block, because {why}", self.workload),
             (None, None) => format!("{}: each variant ran alone in each block", self.workload),
@@ -523,6 +533,7 @@ pub(crate) mod sample {
                 workload: "ds2".into(),
                 slice: Some(std::time::Duration::from_millis(10)),
                 alone_because: None,
+                variants_alone: vec![],
             }],
             regime: vec![Regime { workload: "ds2".into(), runs: 6, in_cache: vec!["block 2 plain".into()] }],
         }

@@ -4,6 +4,7 @@
 
 use super::file::{StudyFile, WorkloadConfig};
 use crate::report::Design;
+use crate::variants::VariantConfig;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::time::Duration;
 
@@ -47,7 +48,8 @@ impl<'de> Deserialize<'de> for Interleave {
 impl StudyFile {
     /// How the variants of `w` are measured in each block.
     pub fn design(&self, w: &WorkloadConfig) -> Design {
-        let alone = |why: String| Design { workload: w.label(), slice: None, alone_because: Some(why) };
+        let alone =
+            |why: String| Design { workload: w.label(), slice: None, alone_because: Some(why), variants_alone: vec![] };
         if let Some(why) = w.why_alone() {
             return alone(why);
         }
@@ -62,8 +64,22 @@ impl StudyFile {
             None if w.memory.is_some() => LIMITED_MEMORY_SLICE,
             None => IN_CACHE_SLICE,
         };
-        Design { workload: w.label(), slice: Some(slice), alone_because: None }
+        let variants_alone =
+            self.variants.iter().filter_map(|v| Some(format!("{}, alone: {}", v.name, alone_in(v, w)?))).collect();
+        Design { workload: w.label(), slice: Some(slice), alone_because: None, variants_alone }
     }
+}
+
+/// Why variant `v` runs alone in each block though `w`'s variants take turns: limits that
+/// are rates, or a process of its own where processes cannot take turns.
+pub fn alone_in(v: &VariantConfig, w: &WorkloadConfig) -> Option<String> {
+    if let Some(why) = v.why_alone() {
+        return Some(why.into());
+    }
+    let own_process = !v.aesni || v.limits.is_some();
+    (own_process && !w.turns_across_processes()).then(|| {
+        "it needs a process of its own, and under a memory limit or dropped caches processes cannot take turns".into()
+    })
 }
 
 #[cfg(test)]
@@ -85,6 +101,21 @@ mod tests {
         assert!(d.iter().all(|d| d.alone_because.is_none()));
         let d = designs(&format!("name = \"t\"\ninterleave = \"200ms\"\n[workload]\nname = \"ds2\"\n{VARIANTS}"));
         assert_eq!(d[0].slice, Some(Duration::from_millis(200)));
+    }
+
+    #[test]
+    fn a_variant_whose_limits_are_rates_runs_alone_while_the_others_take_turns() {
+        let head = "name = \"t\"\n[workload]\nname = \"ds2\"\n[[variants]]\nname = \"a\"\nkind = \"plain\"\n";
+        let with = |variant: &str| {
+            designs(&format!("{head}[[variants]]\nname = \"b\"\nkind = \"limits\"\n{variant}\n")).remove(0)
+        };
+        let quota = with("cpus = 0.5");
+        assert_eq!(quota.slice, Some(IN_CACHE_SLICE));
+        assert_eq!(quota.variants_alone.len(), 1, "{quota:?}");
+        assert!(quota.variants_alone[0].starts_with("b, alone: its CPU quota"), "{quota:?}");
+        assert!(with("read_iops = 200").variants_alone[0].contains("I/O caps"));
+        // A memory cap or a core set holds whatever the waiting: that variant takes turns.
+        assert!(with("memory = \"1GB\"\ncpuset = \"0\"").variants_alone.is_empty());
     }
 
     #[test]

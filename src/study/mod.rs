@@ -477,9 +477,11 @@ fn interleaved(
     for (wi, (w, slice)) in sliced.filter_map(|(wi, (w, d))| Some((wi, (w, d.slice?)))) {
         // Each block its own slice order, drawn from the study's seed.
         let seed = ctx.seed ^ ((block as u64 + 1) << 32) ^ wi as u64;
-        let running = (0..active.len()).filter(|&i| active[i].failed.is_none());
+        // Those that run alone (see `design::alone_in`) do so after, in the block's order.
+        let taking_turns =
+            (0..active.len()).filter(|&i| active[i].failed.is_none() && design::alone_in(&active[i].cfg, w).is_none());
         let (mut sharing, own): (Vec<usize>, Vec<usize>) =
-            running.partition(|&i| launch::can_share(&active[i].prepared));
+            taking_turns.partition(|&i| launch::can_share(&active[i].prepared));
         let own = if w.turns_across_processes() { own } else { vec![] };
         // Each block also sets its variants up in a random order: whatever comes with being
         // first (memory laid out first, threads started first) would otherwise favour one

@@ -88,8 +88,10 @@ impl Galera {
             .collect();
             merge_settings(&mut node_settings, settings);
             if let Some(dir) = &cache_dir {
-                // Nodes that share a cache directory need files of their own.
-                let name = format!("dbvs-{}-node{}.cache", std::process::id(), i + 1);
+                // Nodes that share a cache directory need files of their own, also across
+                // the clusters one process runs at once (an interleaved run's variants): the
+                // node's group port is unique among the nodes running.
+                let name = format!("dbvs-{}-{gcomm}-node{}.cache", std::process::id(), i + 1);
                 caches.push(Step::RemoveFile { path: dir.join(&name) })?;
                 merge_settings(&mut node_settings, &[(PROVIDER_OPTIONS.into(), format!("gcache.name={name}"))]);
             }

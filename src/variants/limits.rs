@@ -35,6 +35,24 @@ fn bytes(s: &str) -> Result<u64> {
 }
 
 impl Settings {
+    /// Why a variant with these limits cannot take turns with others in slices: a CPU quota
+    /// and I/O caps are rates over time, and a process that waits for its turns stays under
+    /// them (a memory cap and a core set hold whatever the waiting).
+    pub fn why_alone(&self) -> Option<&'static str> {
+        let io = self.read_bps.is_some()
+            || self.write_bps.is_some()
+            || self.read_iops.is_some()
+            || self.write_iops.is_some();
+        match (self.cpus.is_some(), io) {
+            (false, false) => None,
+            (true, false) => Some("its CPU quota is a rate over time, which waiting for its turns would dilute"),
+            (false, true) => Some("its I/O caps are rates over time, which waiting for its turns would dilute"),
+            (true, true) => {
+                Some("its CPU quota and I/O caps are rates over time, which waiting for its turns would dilute")
+            }
+        }
+    }
+
     fn controllers(&self) -> Vec<&'static str> {
         let mut c = vec![];
         if self.cpus.is_some() {

@@ -250,6 +250,11 @@ impl VariantConfig {
     }
 
     /// Checks that this host and engine can run the variant; the error names what to install.
+    /// Why this variant must run alone in each block rather than take turns in slices.
+    pub fn why_alone(&self) -> Option<&'static str> {
+        self.limits.as_ref().and_then(limits::Settings::why_alone)
+    }
+
     pub fn preflight(&self, engine: Engine) -> Result<()> {
         self.validate()?;
         match (&self.encryption, engine) {
