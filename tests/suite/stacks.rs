@@ -194,13 +194,11 @@ fn log_on_its_own_volume(engine: &str) {
 
 #[test]
 fn postgres_wal_on_its_own_volume() {
-    let _turn = turn();
     log_on_its_own_volume("postgres");
 }
 
 #[test]
 fn mariadb_redo_log_on_its_own_volume() {
-    let _turn = turn();
     log_on_its_own_volume("mariadb");
 }
 
