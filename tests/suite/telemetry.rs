@@ -102,9 +102,11 @@ fn a_study_report_has_machine_and_disk_tables_down_to_the_backing_device() {
     let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let study = dir.path().join("s.toml");
+    // Each variant alone: the machine's power and work per watt are then each variant's own
+    // (taking turns, they share one machine's watts).
     std::fs::write(
         &study,
-        "name = \"tel\"\npower = \"cmd:echo 60\"\nidle_power = \"0.3s\"\nblocks = { min = 2, max = 2 }\n\
+        "name = \"tel\"\npower = \"cmd:echo 60\"\nidle_power = \"0.3s\"\nblocks = { min = 2, max = 2 }\ninterleave = \"off\"\n\
          [workload]\nname = \"ds2\"\nsize = \"1MB\"\nduration = \"1.5s\"\nwarmup = \"0.3s\"\n\
          [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
          [[variants]]\nname = \"gocryptfs\"\nkind = \"gocryptfs\"\n",
