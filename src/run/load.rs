@@ -21,17 +21,17 @@ pub struct Load {
     pub threads: u32,
     /// Measured time after warmup (e.g. 60s, 10m) [default: 30s; with iterations, no limit].
     #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
-    #[serde(default, with = "optional_duration_text", skip_serializing_if = "Option::is_none")]
+    #[serde(default, with = "optional_duration_text")]
     pub duration: Option<Duration>,
     /// Time before measuring (HammerDB's rampup); statistics are reset when it ends
     /// [default: 5s; with iterations, none].
     #[arg(long, visible_alias = "rampup", value_parser = parse_duration, allow_hyphen_values = true)]
-    #[serde(default, with = "optional_duration_text", skip_serializing_if = "Option::is_none")]
+    #[serde(default, with = "optional_duration_text")]
     pub warmup: Option<Duration>,
     /// Units each thread runs, then stops (HammerDB's per-user iterations, e.g. 1000); the run
     /// ends when all are done. Counts from the first unit, so it takes no warmup.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub iterations: Option<u64>,
     /// Mean think time after each unit; each pause is uniform in [0, 2 x think time).
     #[arg(long, default_value = "0", value_parser = parse_duration, allow_hyphen_values = true, conflicts_with = "random_sleep")]
@@ -40,7 +40,7 @@ pub struct Load {
     /// A random sleep of up to this long after each unit (HammerDB-style, e.g. 10ms): the
     /// same as a think time of half of it.
     #[arg(long, value_name = "MAX", value_parser = parse_duration, allow_hyphen_values = true)]
-    #[serde(default, with = "optional_duration_text", skip_serializing_if = "Option::is_none")]
+    #[serde(default, with = "optional_duration_text")]
     pub random_sleep: Option<Duration>,
     /// Threads started per second during ramp-up (DS2's ramp_rate).
     #[arg(long, default_value_t = 10.0)]

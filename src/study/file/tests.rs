@@ -193,6 +193,8 @@ fn long_names_and_names_with_control_characters_are_refused_on_their_line() {
 fn a_misspelt_key_gets_the_key_meant() {
     for (from, to, meant) in [
         ("duration = \"2s\"", "duration = \"2s\"\nthread = 4", "`threads`"),
+        ("duration = \"2s\"", "duraton = \"2s\"", "`duration`"),
+        ("duration = \"2s\"", "duration = \"2s\"\niteration = 5", "`iterations`"),
         ("name = \"ds2\"", "name = \"tpcb\"\nthraeds = 4", "`threads`"),
         ("pct_newcustomers = 5", "pct_newcustomer = 5", "`pct_newcustomers`"),
         ("budget = \"2m\"", "bugdet = \"2m\"", "`budget`"),
