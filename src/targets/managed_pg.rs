@@ -156,7 +156,10 @@ impl ManagedPg {
                 );
             }
         }
-        let mut opts = format!("-p {} -c listen_addresses=127.0.0.1 -k {}", pg.port, pg.data.display());
+        // Every client connects over TCP, and no Unix socket: its path (under a data directory
+        // deep in a study's output) can exceed the kernel's 107 bytes, and the server then
+        // refuses to start.
+        let mut opts = format!("-p {} -c listen_addresses=127.0.0.1 -k ''", pg.port);
         for (k, v) in settings {
             // pg_ctl hands these to a shell; a value holds no quote (parse_setting).
             opts += &format!(" -c {k}='{v}'");

@@ -8,7 +8,12 @@ use serde_json::Value;
 fn a_managed_postgres_starts_runs_and_stops() {
     let _turn = share();
     let dir = reachable_tempdir();
-    let data = dir.path().join("pgdata");
+    // Deep enough that a Unix socket in it would pass the kernel's 107 bytes: the server
+    // must still start (its clients use TCP).
+    let data = dir
+        .path()
+        .join("a-data-directory-deep-enough-for-a-unix-socket-path-in-it-to-pass-the-kernels-107-bytes-limit")
+        .join("pgdata");
     let json = dir.path().join("r.json");
     ok(&[
         "run",
