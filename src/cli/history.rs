@@ -22,11 +22,15 @@ fn pct(f: f64) -> String {
     format!("{:+.1}%", 100.0 * (f - 1.0))
 }
 
-fn shift_cells(s: Option<&Shift>) -> [String; 2] {
+/// What a shift is called: beyond the noise, and within it.
+pub(super) type Words = [&'static str; 2];
+const MOVED: Words = ["moved", "within noise"];
+
+fn shift_cells(s: Option<&Shift>, [beyond, within]: Words) -> [String; 2] {
     match s {
         Some(s) => [
             format!("{} [{}, {}]", pct(s.factor), pct(s.ci.0), pct(s.ci.1)),
-            (if s.beyond_noise { "moved" } else { "within noise" }).to_string(),
+            (if s.beyond_noise { beyond } else { within }).to_string(),
         ],
         None => ["-".into(), "too few blocks".into()],
     }
@@ -62,7 +66,12 @@ fn study_line(r: &StudyReport) -> String {
 }
 
 /// Every comparison of `a` that `b` also made, with how far it moved.
-fn ratio_rows(a: &StudyReport, b: &StudyReport, confidence: f64) -> (Vec<Vec<String>>, usize, Vec<String>) {
+pub(super) fn ratio_rows(
+    a: &StudyReport,
+    b: &StudyReport,
+    confidence: f64,
+    words: Words,
+) -> (Vec<Vec<String>>, usize, Vec<String>) {
     let (mut rows, mut moved, mut missing) = (vec![], 0, vec![]);
     for ma in &a.measures {
         let mb = b.measures.iter().find(|m| m.measure.key() == ma.measure.key());
@@ -75,7 +84,7 @@ fn ratio_rows(a: &StudyReport, b: &StudyReport, confidence: f64) -> (Vec<Vec<Str
             let at = |c: &Comparison| (c.estimate.ratio, c.estimate.ci, c.estimate.n, c.estimate.confidence);
             let shift = ratio_shift(at(ca), at(cb), confidence);
             moved += shift.as_ref().is_some_and(|s| s.beyond_noise) as usize;
-            let [change, word] = shift_cells(shift.as_ref());
+            let [change, word] = shift_cells(shift.as_ref(), words);
             rows.push(vec![ma.measure.key(), label(ca, &a.baseline), ratio_cell(ca), ratio_cell(cb), change, word]);
         }
     }
@@ -93,7 +102,7 @@ fn mean_rows(a: &StudyReport, b: &StudyReport, confidence: f64) -> Vec<Vec<Strin
         let Some(mb) = b.measures.iter().find(|m| m.measure.key() == ma.measure.key()) else { continue };
         for (variant, sa) in &ma.summaries {
             let Some((_, sb)) = mb.summaries.iter().find(|(v, _)| v == variant) else { continue };
-            let [change, word] = shift_cells(mean_shift(sa, sb, confidence).as_ref());
+            let [change, word] = shift_cells(mean_shift(sa, sb, confidence).as_ref(), MOVED);
             rows.push(vec![ma.measure.key(), variant.clone(), mean_cell(sa), mean_cell(sb), change, word]);
         }
     }
@@ -109,7 +118,7 @@ pub fn compare_studies(id_a: i64, id_b: i64, fail_if_moved: bool) -> Result<Exit
         println!("note: the two study files differ; the rows below compare what both measured");
     }
     let level = crate::stats::level(confidence);
-    let (rows, moved, missing) = ratio_rows(&a, &b, confidence);
+    let (rows, moved, missing) = ratio_rows(&a, &b, confidence, MOVED);
     let mut t = table(&["measure", "comparison", "A ratio [CI]", "B ratio [CI]", &format!("B vs A [{level} CI]"), ""]);
     for r in rows {
         t.add_row(row(r));

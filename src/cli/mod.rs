@@ -9,6 +9,7 @@ mod history;
 mod results;
 mod run;
 mod study;
+mod validate;
 
 use crate::interrupt::Interrupted;
 use crate::run::DbSpec;

@@ -1,7 +1,7 @@
 //! `dbvs study FILE`: run a study and write its reports.
 
 use crate::status::{Status, VariantStatus};
-use crate::study::{self, Options};
+use crate::study::{self, design::Interleave, Options};
 use crate::sys::units::parse_duration;
 use anyhow::Result;
 use clap::Args;
@@ -34,21 +34,50 @@ pub struct StudyArgs {
     /// replace those keys (the seed studies' minutes-long form).
     #[arg(long)]
     quick: bool,
+    /// Override the study file's `interleave`: a slice length from 10ms to 10m (e.g. 50ms),
+    /// or "off" to run each variant alone in each block.
+    #[arg(long, value_name = "SLICE|off", conflicts_with = "resume")]
+    interleave: Option<Interleave>,
+    /// Then run the study again with each variant alone in each block (as a user running each
+    /// configuration by itself would), for the same budget, into OUT/alone, and check that
+    /// every ratio agrees with the first study's within their joint interval (OUT/validate.md).
+    #[arg(long, conflicts_with_all = ["resume", "interleave"])]
+    validate: bool,
 }
 
 pub fn main(args: StudyArgs) -> Result<ExitCode> {
-    let store = crate::store::default_path();
-    let outcome = study::run(
+    let outcome = run(&args, args.interleave, args.out.clone())?;
+    print_outcome(&outcome);
+    let code = exit_code(&outcome);
+    if !args.validate || outcome.report.status != Status::Completed {
+        return Ok(code);
+    }
+    println!("validating: the same study with each variant alone in each block");
+    let alone = run(&args, Some(Interleave::Off), Some(outcome.out_dir.join("alone")))?;
+    print_outcome(&alone);
+    if alone.report.status == Status::Completed {
+        super::validate::report(&outcome, &alone)?;
+    }
+    Ok(exit_code(&alone))
+}
+
+fn run(args: &StudyArgs, interleave: Option<Interleave>, out: Option<PathBuf>) -> Result<study::Outcome> {
+    study::run(
         &args.file,
         Options {
             budget: args.budget,
-            out: args.out,
-            store,
+            out,
+            store: crate::store::default_path(),
             resume: args.resume,
-            metrics_addr: args.metrics_addr,
+            metrics_addr: args.metrics_addr.clone(),
             quick: args.quick,
+            interleave,
         },
-    )?;
+    )
+}
+
+/// The study's verdicts, noise, controls, other measures and canary scan, on stdout.
+fn print_outcome(outcome: &study::Outcome) {
     let r = &outcome.report;
     println!("study {} '{}': {} ({})", r.study_id, r.name, r.status, r.stop_reason);
     for v in &r.variants {
@@ -117,7 +146,11 @@ pub fn main(args: StudyArgs) -> Result<ExitCode> {
         );
     }
     println!("report: {}", outcome.out_dir.join("report.html").display());
-    Ok(match r.status {
+}
+
+fn exit_code(outcome: &study::Outcome) -> ExitCode {
+    let r = &outcome.report;
+    match r.status {
         Status::Completed => ExitCode::SUCCESS,
         _ if outcome.report_only => {
             eprintln!(
@@ -131,5 +164,5 @@ pub fn main(args: StudyArgs) -> Result<ExitCode> {
             eprintln!("error: study failed: {}", r.cause.as_deref().unwrap_or("see the report"));
             ExitCode::FAILURE
         }
-    })
+    }
 }

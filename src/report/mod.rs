@@ -39,19 +39,26 @@ pub struct Design {
     /// (`name: reason`).
     #[serde(default)]
     pub variants_alone: Vec<String>,
+    /// Why each variant took its turns from a run process of its own, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_processes_because: Option<String>,
 }
 
 impl Design {
     /// One line for the report and the study's log.
     pub fn text(&self) -> String {
+        let runs = match &self.own_processes_because {
+            Some(why) => format!("each variant from a run process of its own ({why})"),
+            None => "within one run per block".into(),
+        };
         match (&self.slice, &self.alone_because) {
             (Some(slice), _) if self.variants_alone.is_empty() => format!(
-                "{}: the variants took turns in {} slices within one run per block",
+                "{}: the variants took turns in {} slices, {runs}",
                 self.workload,
                 humantime::format_duration(*slice)
             ),
             (Some(slice), _) => format!(
-                "{}: the variants took turns in {} slices within one run per block, but for {}",
+                "{}: the variants took turns in {} slices, {runs}, but for {}",
                 self.workload,
                 humantime::format_duration(*slice),
                 self.variants_alone.join("; ")
@@ -534,6 +541,7 @@ pub(crate) mod sample {
                 slice: Some(std::time::Duration::from_millis(10)),
                 alone_because: None,
                 variants_alone: vec![],
+                own_processes_because: None,
             }],
             regime: vec![Regime { workload: "ds2".into(), runs: 6, in_cache: vec!["block 2 plain".into()] }],
         }

@@ -113,11 +113,18 @@ impl WorkloadConfig {
     }
 
     /// Whether variants that need a run process of their own can take turns with the
-    /// others from it. Not when the runs' memory is limited (each process would get a
-    /// whole limit where an interleaved run's variants share one) or the page cache is
-    /// dropped before each run (one process's drop would hit another's start).
+    /// others from it. Not when the page cache is dropped before each run (one process's
+    /// drop would hit another's start).
     pub fn turns_across_processes(&self) -> bool {
-        self.memory.is_none() && !self.cold
+        !self.cold
+    }
+
+    /// Whether every variant takes its turns from a process of its own: under a memory
+    /// limit, so that each has the whole limit and keeps its own cache between its slices,
+    /// as it would run alone. Sharing one limit, the variants would evict each other's
+    /// pages, and a slice's rate would depend on who ran before it.
+    pub fn a_process_per_variant(&self) -> bool {
+        self.memory.is_some()
     }
 
     /// Whether a block's slices may go to the variants by need (`study::allocate`). Not when

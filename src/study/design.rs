@@ -33,23 +33,38 @@ impl Serialize for Interleave {
     }
 }
 
+impl std::str::FromStr for Interleave {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let or_off = "or \"off\" to run each variant alone in each block";
+        if text == "off" {
+            return Ok(Interleave::Off);
+        }
+        match crate::sys::units::parse_duration(text) {
+            Ok(slice) if (SHORTEST..=LONGEST).contains(&slice) => Ok(Interleave::Every(slice)),
+            Ok(_) => Err(format!("a slice is from 10ms to 10m, e.g. \"100ms\"; {or_off}")),
+            Err(e) => Err(format!("{e}; {or_off}")),
+        }
+    }
+}
+
 impl<'de> Deserialize<'de> for Interleave {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(d)?;
-        match text.as_str() {
-            "off" => Ok(Interleave::Off),
-            _ => crate::sys::units::parse_duration(&text).map(Interleave::Every).map_err(|e| {
-                serde::de::Error::custom(format!("{e}; or \"off\" to run each variant alone in each block"))
-            }),
-        }
+        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
     }
 }
 
 impl StudyFile {
     /// How the variants of `w` are measured in each block.
     pub fn design(&self, w: &WorkloadConfig) -> Design {
-        let alone =
-            |why: String| Design { workload: w.label(), slice: None, alone_because: Some(why), variants_alone: vec![] };
+        let alone = |why: String| Design {
+            workload: w.label(),
+            slice: None,
+            alone_because: Some(why),
+            variants_alone: vec![],
+            own_processes_because: None,
+        };
         if let Some(why) = w.why_alone() {
             return alone(why);
         }
@@ -59,14 +74,20 @@ impl StudyFile {
             );
         }
         let slice = match self.interleave {
-            Some(Interleave::Off) => return alone("the study file says interleave = \"off\"".into()),
+            Some(Interleave::Off) => {
+                return alone("interleave = \"off\" (the study file, or dbvs study --interleave off)".into())
+            }
             Some(Interleave::Every(slice)) => slice,
             None if w.memory.is_some() => LIMITED_MEMORY_SLICE,
             None => IN_CACHE_SLICE,
         };
         let variants_alone =
             self.variants.iter().filter_map(|v| Some(format!("{}, alone: {}", v.name, alone_in(v, w)?))).collect();
-        Design { workload: w.label(), slice: Some(slice), alone_because: None, variants_alone }
+        let own_processes_because = w.a_process_per_variant().then(|| {
+            "under the memory limit each has the whole limit and keeps its own cache between its turns, as alone"
+                .to_string()
+        });
+        Design { workload: w.label(), slice: Some(slice), alone_because: None, variants_alone, own_processes_because }
     }
 }
 
@@ -77,9 +98,8 @@ pub fn alone_in(v: &VariantConfig, w: &WorkloadConfig) -> Option<String> {
         return Some(why.into());
     }
     let own_process = !v.aesni || v.limits.is_some();
-    (own_process && !w.turns_across_processes()).then(|| {
-        "it needs a process of its own, and under a memory limit or dropped caches processes cannot take turns".into()
-    })
+    (own_process && !w.turns_across_processes())
+        .then(|| "it needs a process of its own, and after dropped caches processes cannot take turns".into())
 }
 
 #[cfg(test)]
@@ -99,6 +119,12 @@ mod tests {
         let d = designs(&format!("name = \"t\"\n[[workloads]]\nname = \"ds2\"\n[[workloads]]\nname = \"tpcb\"\nmemory = \"64MB\"\n{VARIANTS}"));
         assert_eq!(d.iter().map(|d| d.slice).collect::<Vec<_>>(), [Some(IN_CACHE_SLICE), Some(LIMITED_MEMORY_SLICE)]);
         assert!(d.iter().all(|d| d.alone_because.is_none()));
+        assert_eq!(d.iter().map(|d| d.own_processes_because.is_some()).collect::<Vec<_>>(), [false, true]);
+        assert!(
+            d[1].text().contains("each variant from a run process of its own (under the memory limit"),
+            "{}",
+            d[1].text()
+        );
         let d = designs(&format!("name = \"t\"\ninterleave = \"200ms\"\n[workload]\nname = \"ds2\"\n{VARIANTS}"));
         assert_eq!(d[0].slice, Some(Duration::from_millis(200)));
     }
@@ -139,5 +165,12 @@ mod tests {
             &format!("name = \"t\"\ninterleave = \"never\"\n[workload]\nname = \"ds2\"\n{VARIANTS}"),
         );
         assert!(format!("{:#}", e.unwrap_err()).contains("\"off\""));
+        let e = StudyFile::parse(
+            "t.toml",
+            &format!("name = \"t\"\ninterleave = \"5ms\"\n[workload]\nname = \"ds2\"\n{VARIANTS}"),
+        );
+        assert!(format!("{:#}", e.unwrap_err()).contains("from 10ms to 10m"));
+        assert_eq!("off".parse(), Ok(Interleave::Off));
+        assert_eq!("50ms".parse(), Ok(Interleave::Every(Duration::from_millis(50))));
     }
 }

@@ -50,6 +50,8 @@ pub struct Options {
     pub metrics_addr: Option<String>,
     /// Run the study file's quick form (see [`quick`]).
     pub quick: bool,
+    /// Overrides the study file's `interleave` (see [`design`]).
+    pub interleave: Option<design::Interleave>,
 }
 
 pub struct Outcome {
@@ -75,7 +77,10 @@ pub fn run(path: &Path, opts: Options) -> Result<Outcome> {
     // A study that ran its quick form resumes in it, --quick given again or not.
     let ran_quick = |id| StudyFile::load(path, true).is_ok_and(|(_, quick)| store.study_file(id).ok() == Some(quick));
     let quick = opts.quick || opts.resume.is_some_and(ran_quick);
-    let (study, text) = StudyFile::load(path, quick)?;
+    let (mut study, text) = StudyFile::load(path, quick)?;
+    if opts.interleave.is_some() {
+        study.interleave = opts.interleave;
+    }
     // `--resume ID --budget 0` only reports the stored blocks: nothing is set up or run,
     // and the study keeps the status it had, so it can still be resumed.
     let report_only = match opts.resume {
@@ -481,7 +486,7 @@ fn interleaved(
         let taking_turns =
             (0..active.len()).filter(|&i| active[i].failed.is_none() && design::alone_in(&active[i].cfg, w).is_none());
         let (mut sharing, own): (Vec<usize>, Vec<usize>) =
-            taking_turns.partition(|&i| launch::can_share(&active[i].prepared));
+            taking_turns.partition(|&i| !w.a_process_per_variant() && launch::can_share(&active[i].prepared));
         let own = if w.turns_across_processes() { own } else { vec![] };
         // Each block also sets its variants up in a random order: whatever comes with being
         // first (memory laid out first, threads started first) would otherwise favour one

@@ -111,7 +111,7 @@ fn bignw_touches_the_same_rows_on_postgres_and_mariadb_as_on_sqlite() {
 }
 
 #[test]
-fn a_bignw_study_runs_each_benchmark_on_every_variant_in_turn() {
+fn a_bignw_study_runs_each_benchmark_on_every_variant_in_share() {
     let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let study = dir.path().join("s.toml");

@@ -140,7 +140,7 @@ fn a_bad_capacity_file_is_one_line() {
 
 #[test]
 fn a_study_with_instances_reports_the_per_instance_table() {
-    let _turn = turn();
+    let _share = share();
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("s.toml");
     std::fs::write(

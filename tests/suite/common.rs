@@ -118,10 +118,12 @@ pub fn scrape_until(port: u16, needle: &str, child: &mut std::process::Child) ->
 
 // Studies (tests/study.rs, tests/verdicts.rs).
 
-/// Tests that measure, or change what the whole machine shares (mounts, control groups,
-/// the page cache, processes they kill), take their turn alone (`turn`); the rest run
-/// beside each other (`share`), never beside a turn. Studies measure time: running
-/// anything beside one on a small machine would make its numbers the neighbours'.
+/// Tests whose assertions rest on a measured figure (a ratio, a rate, a time, a capacity), or
+/// that look at or change what the whole machine shares (the page cache, every process or
+/// mount, control groups), take their turn alone (`turn`): anything beside them on a small
+/// machine would make their numbers the neighbours'. The rest, studies too when they check
+/// what their own output holds and not how fast it ran, run beside each other (`share`),
+/// never beside a turn.
 static TURNS: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
 pub fn turn() -> std::sync::RwLockWriteGuard<'static, ()> {

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 #[test]
 fn fileio_times_copies_onto_the_storage_and_back_and_cleans_up() {
-    let _turn = turn();
+    let _share = share();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let data = dir.path().join("data");
@@ -46,7 +46,7 @@ fn fileio_times_copies_onto_the_storage_and_back_and_cleans_up() {
 
 #[test]
 fn a_fileio_study_compares_encrypted_storage_and_finds_no_plaintext() {
-    let _turn = turn();
+    let _share = share();
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("s.toml");
     std::fs::write(

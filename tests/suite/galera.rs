@@ -21,7 +21,7 @@ fn mariadbd_under(dir: &Path) -> bool {
 
 #[test]
 fn a_cluster_runs_checks_and_holds_the_work_on_every_node() {
-    let _turn = turn();
+    let _share = share();
     let _one = ONE_CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
     let dir = reachable_tempdir();
     let data = dir.path().join("cluster");
@@ -95,7 +95,7 @@ fn canary_hits(r: &Value, variant: &str) -> u64 {
 
 #[test]
 fn tde_on_a_cluster_leaves_the_write_set_caches_plaintext_unless_they_are_in_memory() {
-    let _turn = turn();
+    let _share = share();
     let _one = ONE_CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
     // Galera 26.4 does not encrypt its write-set cache: the replicated rows lie in plaintext
     // in every node's galera.cache, and the scan of every node's data must say so.

@@ -5,7 +5,9 @@ use crate::common::*;
 use std::path::Path;
 
 /// Runs `dbvs study|capacity FILE --quick` into a scratch directory; returns the markdown
-/// report and what the command printed.
+/// report and what the command printed. The quick forms check the seeds' tables, not their
+/// figures, so the studies run beside other tests (`share`); the capacity search takes its
+/// turn alone, as its answer (how many instances hold the SLA) is a measurement.
 fn quick(command: &str, file: &str, report: &str) -> (String, String) {
     let (md, out, _) = quick_with_json(command, file, report);
     (md, out)
@@ -13,7 +15,6 @@ fn quick(command: &str, file: &str, report: &str) -> (String, String) {
 
 /// [`quick`], with the JSON report beside the markdown one.
 fn quick_with_json(command: &str, file: &str, report: &str) -> (String, String, serde_json::Value) {
-    let _turn = turn();
     let dir = reachable_tempdir();
     let out = dir.path().join("out");
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("studies").join(file);
@@ -31,6 +32,7 @@ fn has(md: &str, needles: &[&str]) {
 
 #[test]
 fn seed_000_full_disk_encryption_under_ds2_instances() {
+    let _share = share();
     let (md, out) = quick("study", "seed-000.toml", "report.md");
     has(&md, &["## Answer", "## Changes vs baseline", "## Per instance (mean over runs)", "## Runs"]);
     // The encryption alone, against the same unencrypted volume, as the seed switched
@@ -43,6 +45,7 @@ fn seed_000_full_disk_encryption_under_ds2_instances() {
 
 #[test]
 fn seed_001_slow_storage_against_fast_with_power() {
+    let _share = share();
     let (md, _) = quick("study", "seed-001.toml", "report.md");
     has(&md, &["## Answer", "- ssd: ds2 / OPM", "## Disks under the data (window averages)"]);
     // The I/O limit bit: the machine table shows it per variant.
@@ -53,6 +56,7 @@ fn seed_001_slow_storage_against_fast_with_power() {
 
 #[test]
 fn seed_002_file_encryption_under_file_copies_tpcc_profiles_and_batch() {
+    let _share = share();
     let (md, _) = quick("study", "seed-002.toml", "report.md");
     has(&md, &["| file test 256MB | write", "| file test 768MB | read"]);
     has(&md, &["tpcc hammerora-default", "tpcc hammerora-query", "tpcc hammerora-update"]);
@@ -62,6 +66,7 @@ fn seed_002_file_encryption_under_file_copies_tpcc_profiles_and_batch() {
 
 #[test]
 fn seed_003_two_encryptors_on_bignw_with_their_pair() {
+    let _share = share();
     let (md, _, r) = quick_with_json("study", "seed-003.toml", "report.md");
     has(&md, &["## Variant against variant", "| gocryptfs | tde |"]);
     has(&md, &["bignw b1 index seek on order date", "bignw b10 full backup", "geometric mean of 3"]);
@@ -81,6 +86,7 @@ fn seed_003_two_encryptors_on_bignw_with_their_pair() {
 
 #[test]
 fn seed_004_the_upgrade_ladder_as_a_capacity_search() {
+    let _turn = turn();
     let (md, out) = quick("capacity", "seed-004.toml", "capacity.md");
     has(&md, &["old: one core", "new: whole machine", "search: 1 instance at a time, up to 4"]);
     // Each instance's companion (the seed's mail VM) is held to its own latency.

@@ -25,7 +25,7 @@ fn no_mounts_under(dir: &Path) {
 
 #[test]
 fn encrypted_stacks_are_measured_against_controls_that_differ_in_the_encryption_only() {
-    let _t = turn();
+    let _s = share();
     let dir = tempfile::tempdir().unwrap();
     let key = dir.path().join("fs.key");
     std::fs::write(&key, "ab".repeat(64)).unwrap();
@@ -91,7 +91,7 @@ fn encrypted_stacks_are_measured_against_controls_that_differ_in_the_encryption_
 
 #[test]
 fn without_controls_the_study_warns_what_the_verdict_mixes_in() {
-    let _t = turn();
+    let _s = share();
     let dir = tempfile::tempdir().unwrap();
     let (r, out) = study(
         dir.path(),

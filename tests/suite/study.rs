@@ -16,7 +16,7 @@ fn r_test(out: &std::path::Path) -> String {
 
 #[test]
 fn encryption_study_scans_for_plaintext_stores_runs_and_reports() {
-    let _turn = turn();
+    let _share = share();
     let dir = tempfile::tempdir().unwrap();
     let f = write_study(
         dir.path(),
@@ -105,7 +105,7 @@ fn encryption_study_scans_for_plaintext_stores_runs_and_reports() {
 
 #[test]
 fn bad_study_files_get_one_line_with_the_line_number() {
-    let _turn = turn();
+    let _share = share();
     let dir = tempfile::tempdir().unwrap();
     let f = write_study(
         dir.path(),
@@ -122,7 +122,7 @@ fn bad_study_files_get_one_line_with_the_line_number() {
 
 #[test]
 fn html_report_of_a_multi_workload_study_renders_its_charts_in_chromium() {
-    let _turn = turn();
+    let _share = share();
     let dir = tempfile::tempdir().unwrap();
     let tpcb = "[[workloads]]\nname = \"tpcb\"\nsize = \"1\"\nthreads = 1\nduration = \"1.5s\"\nwarmup = \"0.3s\"\n";
     let f = write_study(
@@ -221,7 +221,7 @@ fn ctrl_c_stops_a_study_unmounts_and_keeps_finished_runs() {
 
 #[test]
 fn a_mariadb_tde_study_encrypts_everything_at_rest() {
-    let _turn = turn();
+    let _share = share();
     let dir = tempfile::tempdir().unwrap();
     let f = write_study(
         dir.path(),
@@ -252,7 +252,7 @@ fn a_mariadb_tde_study_encrypts_everything_at_rest() {
 
 #[test]
 fn a_postgres_study_puts_the_data_directory_on_the_encrypted_layer() {
-    let _turn = turn();
+    let _share = share();
     let dir = tempfile::tempdir().unwrap();
     let f = write_study(
         dir.path(),
@@ -287,7 +287,7 @@ fn a_postgres_study_puts_the_data_directory_on_the_encrypted_layer() {
 
 #[test]
 fn a_seed_002_study_compares_tpcc_profiles_and_batch_statements_on_postgres() {
-    let _turn = turn();
+    let _share = share();
     let dir = reachable_tempdir();
     let f = write_study(
         dir.path(),

@@ -342,3 +342,36 @@ fn shared_run(runs: &std::path::Path, block: usize) -> (Vec<String>, Value, Valu
     let read = |f: &str| -> Value { serde_json::from_str(&std::fs::read_to_string(runs.join(f)).unwrap()).unwrap() };
     (order, read(&name), read(&name.replace(".json", ".spec.json")))
 }
+
+#[test]
+fn validate_runs_the_study_again_with_each_variant_alone_and_sets_every_ratio_beside_its_twin() {
+    // Whether the two agree is a measurement (5% of honest checks disagree by chance); what
+    // must hold is that every ratio is set beside its alone twin with the interval of their
+    // difference, and the second study really ran each variant alone.
+    let _share = share();
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_study(dir.path(), &busy_waits("twins", 2, "", &[("base", "1ms", ""), ("slower", "2ms", "")]));
+    let out = dir.path().join("out");
+    let o = ok(&["study", &f, "--validate", "--out", out.to_str().unwrap()]);
+    let text = stdout(&o);
+    let (first, alone) = (report(&out), report(&out.join("alone")));
+    assert_eq!(first["design"][0]["slice"], "100ms", "{}", first["design"]);
+    let why = alone["design"][0]["alone_because"].as_str().unwrap_or_else(|| panic!("{}", alone["design"]));
+    assert!(why.contains("--interleave off"), "{why}");
+    let ratios: usize =
+        first["measures"].as_array().unwrap().iter().map(|m| m["comparisons"].as_array().unwrap().len()).sum();
+    let summary = text
+        .lines()
+        .find(|l| l.starts_with("validate: ") && l.contains(" ratios agree "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(summary.contains(&format!(" of {ratios} ratios agree ")), "{summary}");
+    let md = std::fs::read_to_string(out.join("validate.md")).unwrap();
+    let rows: Vec<&str> = md.lines().filter(|l| l.contains("| slower vs base |")).collect();
+    assert_eq!(rows.len(), ratios, "{md}");
+    assert!(rows.iter().all(|r| r.ends_with("| agree |") || r.ends_with("| disagree |")), "{md}");
+    // The override is checked as the study file's key is, and the two flags do not mix.
+    let o = dbvs(&["study", &f, "--interleave", "5ms"]);
+    assert!(!o.status.success() && stderr(&o).contains("from 10ms to 10m"), "{}", stderr(&o));
+    let o = dbvs(&["study", &f, "--validate", "--resume", "1"]);
+    assert!(!o.status.success() && stderr(&o).contains("--resume"), "{}", stderr(&o));
+}

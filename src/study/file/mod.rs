@@ -256,15 +256,6 @@ impl StudyFile {
         if let Some(problem) = self.verdict.problem() {
             bail!("{}verdict: {problem}", at("verdict"));
         }
-        use super::design::{Interleave, LONGEST, SHORTEST};
-        if let Some(Interleave::Every(slice)) = self.interleave {
-            if !(SHORTEST..=LONGEST).contains(&slice) {
-                bail!(
-                    "{}interleave must be a slice from 10ms to 10m, e.g. interleave = \"100ms\", or \"off\"",
-                    at("interleave")
-                );
-            }
-        }
         if let Some(n) = self.target.nodes {
             let sizes = crate::targets::galera::NODES;
             if self.target.engine != crate::targets::Engine::Mariadb || !sizes.contains(&n) {
@@ -277,7 +268,7 @@ impl StudyFile {
             }
         }
         if let Some(c) = &self.clients {
-            if matches!(self.interleave, Some(Interleave::Every(_))) {
+            if matches!(self.interleave, Some(super::design::Interleave::Every(_))) {
                 bail!("{}[clients] runs the workers on other hosts; interleaved variants take turns in one process here: drop interleave", at("interleave"));
             }
             c.reach(self.target.engine, self.target.listen.as_deref())
