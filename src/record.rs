@@ -111,6 +111,10 @@ pub struct RunRecord {
     /// What a study variant's cgroup limits did during the run (throttling, peaks, I/O).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<LimitsRecord>,
+    /// The engine settings the run asked for (server settings, pragmas), as the engine read
+    /// them back before the run measured.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub settings: std::collections::BTreeMap<String, String>,
     /// With `--instances N`: one row per instance (the figures above are their total).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instances: Option<Vec<InstanceRow>>,
@@ -170,6 +174,7 @@ impl RunRecord {
             checks,
             telemetry: None,
             limits: None,
+            settings: Default::default(),
             instances: None,
             companions: None,
             settle_s: None,
@@ -213,6 +218,7 @@ impl RunRecord {
             checks: vec![],
             telemetry: None,
             limits: None,
+            settings: Default::default(),
             instances: None,
             companions: None,
             settle_s: None,

@@ -127,6 +127,10 @@ struct DbArgs {
     /// Setting for a managed server, e.g. shared_buffers=256MB (repeatable).
     #[arg(long, value_name = "NAME=VALUE", value_parser = parse_server_setting)]
     server_setting: Vec<(String, String)>,
+    /// SQLite pragma for every connection of the run, e.g. synchronous=normal (repeatable);
+    /// one that shapes the file (page_size) applies to a new build. Checked to be in force.
+    #[arg(long, value_name = "NAME=VALUE", value_parser = parse_pragma)]
+    pragma: Vec<(String, String)>,
     #[command(flatten)]
     ds2: workloads::ds2::Mix,
     #[command(flatten)]
@@ -141,6 +145,15 @@ struct DbArgs {
 
 fn parse_server_setting(s: &str) -> Result<(String, String), String> {
     targets::managed_pg::parse_setting(s).map_err(|e| e.to_string())
+}
+
+fn parse_pragma(s: &str) -> Result<(String, String), String> {
+    use targets::{settings, Engine};
+    let (name, value) = s.split_once('=').ok_or("expected NAME=VALUE, e.g. synchronous=normal")?;
+    settings::check_text(Engine::Sqlite, name, value)
+        .and_then(|_| settings::check_names(Engine::Sqlite, [name]))
+        .map_err(|e| e.to_string())?;
+    Ok((name.to_string(), value.to_string()))
 }
 
 impl DbArgs {
@@ -187,6 +200,7 @@ impl DbArgs {
             data_dir: self.data_dir.clone(),
             log_dir: self.log_dir.clone(),
             server_settings: self.server_setting.clone(),
+            pragmas: self.pragma.clone(),
             listen: self.listen.clone(),
             limits: None,
             inject_delay: crate::driver::InjectedSlowdown::None,

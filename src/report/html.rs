@@ -67,6 +67,9 @@ pub fn render(r: &StudyReport) -> Result<String> {
         table(&mut out, t);
     }
     table(&mut out, &tables::stacks(r));
+    for t in Some(tables::settings(r)).iter().filter(|t| !t.rows.is_empty()) {
+        table(&mut out, t);
+    }
     table(&mut out, &tables::means(r));
     table(&mut out, &tables::verdicts(r));
     // A chart per measure, side by side where the page is wide enough.

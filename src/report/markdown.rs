@@ -39,7 +39,9 @@ pub fn render(r: &StudyReport) -> String {
     }
     let mut list = vec![tables::changes(r)];
     list.extend([tables::controls(r), tables::pairs(r)].into_iter().filter(|t| !t.rows.is_empty()));
-    list.extend([tables::stacks(r), tables::means(r), tables::verdicts(r), tables::per_run(r)]);
+    list.push(tables::stacks(r));
+    list.extend(Some(tables::settings(r)).filter(|t| !t.rows.is_empty()));
+    list.extend([tables::means(r), tables::verdicts(r), tables::per_run(r)]);
     list.extend(Some(tables::instances(r)).filter(|t| !t.rows.is_empty()));
     list.extend([tables::latency(r), tables::machine(r), tables::disks(r), tables::canary(r), tables::sut(r)]);
     for t in &list {

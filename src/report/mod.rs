@@ -223,6 +223,10 @@ pub struct VariantReport {
     /// With several instances per run: each instance's headline, averaged over the runs.
     #[serde(default)]
     pub per_instance: Vec<f64>,
+    /// The engine settings the variant asked for, as the engine read them back in its
+    /// first completed run.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings_in_force: BTreeMap<String, String>,
 }
 
 /// Telemetry window averages over a variant's runs (seeds 000 and 001's CPU and disk tables).
@@ -457,6 +461,7 @@ pub(crate) mod sample {
             other_workloads: vec![],
             limits: None,
             per_instance: vec![],
+            settings_in_force: BTreeMap::new(),
         };
         let mut skipped = v("fscrypt", &[1.0]);
         skipped.status = VariantStatus::Skipped;

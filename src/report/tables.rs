@@ -138,6 +138,17 @@ pub fn stacks(r: &StudyReport) -> Table {
     Table { title: "Variants as stacks of layers (* differs from the baseline)".into(), header, rows }
 }
 
+/// The engine settings each variant asked for, as the engine read them back in a run.
+pub fn settings(r: &StudyReport) -> Table {
+    let rows = r
+        .variants
+        .iter()
+        .flat_map(|v| v.settings_in_force.iter().map(|(k, val)| vec![v.info.name.clone(), k.clone(), val.clone()]))
+        .collect();
+    let header = ["variant", "setting", "in force (read back from the engine)"].map(String::from).to_vec();
+    Table { title: "Engine settings in force".into(), header, rows }
+}
+
 /// Each variant against its control, which differs from it in the encryption layer only:
 /// the cost of the encryption itself, without the storage or FUSE layer it needs.
 pub fn controls(r: &StudyReport) -> Table {

@@ -14,7 +14,8 @@ use std::time::Duration;
 pub struct TargetConfig {
     #[serde(default)]
     pub engine: crate::targets::Engine,
-    /// Server settings for managed instances, e.g. { shared_buffers = "256MB" }.
+    /// Engine settings for every variant: a managed server's settings, e.g.
+    /// { shared_buffers = "256MB" }, or SQLite's pragmas, e.g. { synchronous = "normal" }.
     #[serde(default)]
     pub settings: std::collections::BTreeMap<String, String>,
     /// Managed PostgreSQL instances also listen on this address of this machine, for the
@@ -117,6 +118,18 @@ impl WorkloadConfig {
     /// drop would hit another's start).
     pub fn turns_across_processes(&self) -> bool {
         !self.cold
+    }
+
+    /// This workload as an interleaved run of `sides` variants runs it. Under a memory limit
+    /// a variant's cache warms only in its own turns, so the run warms up for `warmup` per
+    /// variant: each then starts measuring as warm as it would alone. In cache, one shared
+    /// warm-up is enough (the fresh copy is in the page cache already).
+    pub fn taking_turns(&self, sides: usize) -> WorkloadConfig {
+        let mut w = self.clone();
+        if self.a_process_per_variant() {
+            w.load.warmup = Some(self.load.warmup() * sides as u32);
+        }
+        w
     }
 
     /// Whether every variant takes its turns from a process of its own: under a memory

@@ -105,7 +105,21 @@ fn db_spec(ctx: &Context, p: &Prepared, w: &WorkloadConfig) -> Result<DbSpec> {
         },
         Engine::Sqlite => (Some(TargetSpec::Sqlite(p.data_dir.join(db_file(w)?))), None),
     };
-    let settings = ctx.target.settings.iter().map(|(k, v)| (k.clone(), v.clone()));
+    // The study's settings, then the variant's layers', then the variant's own: the last
+    // of a name wins. A server takes them as settings, SQLite as pragmas.
+    let settings: Vec<(String, String)> = ctx
+        .target
+        .settings
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .chain(p.server_settings.iter().cloned())
+        .chain(p.engine_settings.iter().cloned())
+        .collect();
+    let (server_settings, pragmas) = match ctx.target.engine {
+        _ if standalone(w) => (vec![], vec![]),
+        Engine::Sqlite => (vec![], settings),
+        Engine::Postgres | Engine::Mariadb => (settings, vec![]),
+    };
     Ok(DbSpec {
         target,
         workload: w.args(ctx.seed),
@@ -118,7 +132,8 @@ fn db_spec(ctx: &Context, p: &Prepared, w: &WorkloadConfig) -> Result<DbSpec> {
             _ => None,
         },
         data_dir,
-        server_settings: settings.chain(p.server_settings.iter().cloned()).collect(),
+        server_settings,
+        pragmas,
         listen: ctx.target.listen.clone().filter(|_| !standalone(w)),
         limits: None,
         inject_delay: p.inject_delay,
@@ -228,6 +243,7 @@ pub fn run_beside(
         data_dir: None,
         log_dir: None,
         server_settings: vec![],
+        pragmas: vec![],
         listen: None,
         limits: None,
         inject_delay: crate::driver::InjectedSlowdown::None,

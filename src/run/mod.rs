@@ -28,9 +28,10 @@ use crate::store::Store;
 use crate::sys::{create_output, StorageIo};
 use crate::targets::Engine;
 use crate::workloads::{Kind, Measure, Standalone, Workload};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
@@ -148,6 +149,8 @@ struct SetUp {
     fleets: Vec<crate::remote::Fleet>,
     /// A companion workload beside the instances.
     companions: Option<companion::Companions>,
+    /// The settings the run asked for, as the engine read them back.
+    settings: BTreeMap<String, String>,
 }
 
 impl SetUp {
@@ -182,15 +185,16 @@ impl SetUp {
                 None => vec![],
             };
             let companions = companion::Companions::set_up(spec)?;
+            let settings = settings_in_force(spec, instances[0].1.as_ref())?;
             let settle_s = settle(&instances, spec.idle)?;
             if spec.cold {
                 crate::sys::drop_caches()?;
             }
-            Ok((meta, env, instances, settle_s, fleets, companions))
+            Ok((meta, env, instances, settle_s, fleets, companions, settings))
         })();
         match ready {
             Ok(_) if crate::interrupt::interrupted() => Err(crate::interrupt::Interrupted.into()),
-            Ok((meta, env, instances, settle_s, fleets, companions)) => Ok(Self {
+            Ok((meta, env, instances, settle_s, fleets, companions, settings)) => Ok(Self {
                 target,
                 meta,
                 env,
@@ -199,6 +203,7 @@ impl SetUp {
                 memory_limited: spec.memory.is_some(),
                 fleets,
                 companions,
+                settings,
             }),
             // What the engine said (a managed server's log) explains a set-up that failed.
             Err(e) => match target.diagnostics().filter(|_| !e.is::<crate::interrupt::Interrupted>()) {
@@ -347,10 +352,22 @@ impl SetUp {
             let mut record = RunRecord::new(w.as_ref(), target, pacing, env, started_at.into(), result, checks);
             record.measures.extend(own);
             record.settle_s = Some(self.settle_s);
+            record.settings = self.settings.clone();
             records.push(record);
         }
         (records, details)
     }
+}
+
+/// The engine settings `spec` asks for, read back from the engine on `copy`.
+fn settings_in_force(spec: &RunSpec, copy: &dyn crate::targets::RunCopy) -> Result<BTreeMap<String, String>> {
+    let names: std::collections::BTreeSet<String> =
+        spec.db.server_settings.iter().chain(&spec.db.pragmas).map(|(name, _)| name.clone()).collect();
+    if names.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let names: Vec<String> = names.into_iter().collect();
+    crate::targets::settings::read_back(&mut copy.connect()?, &names).context("reading back the engine's settings")
 }
 
 /// Settles fresh copies before a run: each engine's own write-out (a checkpoint), then the

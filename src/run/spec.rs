@@ -37,6 +37,10 @@ pub struct DbSpec {
     pub log_dir: Option<PathBuf>,
     #[serde(default)]
     pub server_settings: Vec<(String, String)>,
+    /// SQLite's pragmas, set on every connection of a run (those that shape the file, on
+    /// the build's too) and read back before it measures.
+    #[serde(default)]
+    pub pragmas: Vec<(String, String)>,
     /// A managed server also listens on this address, for client hosts (`--listen`).
     #[serde(default)]
     pub listen: Option<String>,
@@ -106,6 +110,7 @@ impl DbSpec {
                 data_dir: self.data_dir.clone(),
                 log_dir: self.log_dir.clone(),
                 server_settings: self.server_settings.clone(),
+                pragmas: self.pragmas.clone(),
                 server_cgroups,
                 default_db,
                 listen: self.listen.clone(),
@@ -398,6 +403,7 @@ mod tests {
                 data_dir: None,
                 log_dir: None,
                 server_settings: vec![],
+                pragmas: vec![],
                 listen: None,
                 limits: Some(Limits { groups: vec!["/sys/fs/cgroup/x".into()], applies_to: LimitScope::Server }),
                 inject_delay: crate::driver::InjectedSlowdown::None,

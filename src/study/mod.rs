@@ -508,6 +508,7 @@ fn interleaved(
             seed,
             shares: if w.shares_by_need() { shares.slices(&groups.concat()) } else { vec![] },
         };
+        let w = &w.taking_turns(sides.iter().map(Vec::len).sum());
         let results = launch::run_interleaved(ctx, &sides, w, &format!("block{:02}", block + 1), &schedule, keep);
         out.extend(groups.into_iter().flatten().map(|i| (wi, i)).zip(results.into_iter().flatten()));
     }

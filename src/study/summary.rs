@@ -372,6 +372,7 @@ pub(super) fn build(i: Inputs) -> StudyReport {
                     .collect(),
                 limits: limits(&completed),
                 per_instance: per_instance(&completed),
+                settings_in_force: completed.first().map(|r| r.settings.clone()).unwrap_or_default(),
             }
         })
         .collect();
@@ -386,6 +387,7 @@ pub(super) fn build(i: Inputs) -> StudyReport {
         other_workloads: vec![],
         limits: None,
         per_instance: vec![],
+        settings_in_force: BTreeMap::new(),
     }));
     let first = i.active.iter().flat_map(|a| a.records.first()).next();
     let env = first.and_then(|(_, r)| r.env.clone()).unwrap_or_else(|| crate::host::Env::new(Default::default()));

@@ -39,6 +39,11 @@ pub fn parse_setting(s: &str) -> Result<(String, String)> {
     Ok((k.into(), v.into()))
 }
 
+/// The server binaries of `version` (the newest installed when `None`).
+pub fn bin_dir(version: Option<&str>) -> Result<PathBuf> {
+    find_bin(version).map(|(bin, _)| bin)
+}
+
 fn find_bin(version: Option<&str>) -> Result<(PathBuf, String)> {
     let missing = "PostgreSQL server binaries not found: install them with 'apt-get install postgresql'";
     let mut versions: Vec<u32> = std::fs::read_dir("/usr/lib/postgresql")

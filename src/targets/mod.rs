@@ -11,6 +11,7 @@ pub mod managed_maria;
 pub mod managed_pg;
 pub mod mysql;
 pub mod postgres;
+pub mod settings;
 pub mod spec;
 pub mod sql;
 pub mod sqlite;
@@ -215,6 +216,8 @@ pub struct TargetOptions {
     /// its own, instead of inside the data directory.
     pub log_dir: Option<PathBuf>,
     pub server_settings: Vec<(String, String)>,
+    /// SQLite's pragmas (see `settings`).
+    pub pragmas: Vec<(String, String)>,
     /// Control groups a managed server joins (a study variant's limits).
     pub server_cgroups: Vec<PathBuf>,
     /// Database name on managed servers, derived from the workload's build identity.
@@ -239,10 +242,13 @@ pub fn open(spec: &TargetSpec, opts: TargetOptions) -> Result<Box<dyn Target>> {
              database; your own server's log is its own configuration)"
         );
     }
+    if !opts.pragmas.is_empty() && !matches!(spec, TargetSpec::Sqlite(_)) {
+        bail!("--pragma applies to sqlite targets; a server takes --server-setting NAME=VALUE");
+    }
     match spec {
-        TargetSpec::Sqlite(path) => {
-            Ok(Box::new(sqlite::SqliteTarget::new(path.clone(), opts.key, opts.cipher_pragmas)))
-        }
+        TargetSpec::Sqlite(path) => Ok(Box::new(
+            sqlite::SqliteTarget::new(path.clone(), opts.key, opts.cipher_pragmas).with_pragmas(opts.pragmas),
+        )),
         TargetSpec::Postgres(url) => {
             let password = opts.password.or_else(|| std::env::var("PGPASSWORD").ok());
             let info = postgres::PgConnInfo::parse(url, password)?;

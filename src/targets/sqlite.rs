@@ -140,11 +140,17 @@ pub struct SqliteTarget {
     path: PathBuf,
     key: Option<Key>,
     cipher_pragmas: Vec<CipherPragma>,
+    pragmas: Vec<(String, String)>,
 }
 
 impl SqliteTarget {
     pub fn new(path: PathBuf, key: Option<Key>, cipher_pragmas: Vec<CipherPragma>) -> Self {
-        Self { path, key, cipher_pragmas }
+        Self { path, key, cipher_pragmas, pragmas: vec![] }
+    }
+
+    /// A variant's own pragmas (see `targets::settings`), set after dbvs's own.
+    pub fn with_pragmas(self, pragmas: Vec<(String, String)>) -> Self {
+        Self { pragmas, ..self }
     }
 
     fn db(&self, path: PathBuf, mode: Mode) -> SqliteDb {
@@ -152,6 +158,7 @@ impl SqliteTarget {
             path,
             key: self.key.clone(),
             cipher_pragmas: self.cipher_pragmas.clone(),
+            pragmas: self.pragmas.clone(),
             mode,
             gate: WriteGate::default(),
         }
@@ -264,6 +271,7 @@ struct SqliteDb {
     path: PathBuf,
     key: Option<Key>,
     cipher_pragmas: Vec<CipherPragma>,
+    pragmas: Vec<(String, String)>,
     mode: Mode,
     gate: WriteGate,
 }
@@ -378,7 +386,28 @@ impl SqliteDb {
                 c.busy_handler(Some(on_busy))?;
             }
         }
+        self.set_pragmas(&c)?;
         Ok(c)
+    }
+
+    /// Sets the variant's pragmas: on a build, only those that shape the file (the build's
+    /// own journal settings stay); on a run, all of them, each checked to be in force, since
+    /// SQLite ignores a value it does not take.
+    fn set_pragmas(&self, c: &rusqlite::Connection) -> Result<()> {
+        use super::settings::{sqlite_took, SQLITE_FILE_FORMAT};
+        let build = matches!(self.mode, Mode::Build);
+        for (name, value) in self.pragmas.iter().filter(|(n, _)| !build || SQLITE_FILE_FORMAT.contains(&n.as_str())) {
+            c.execute_batch(&format!("PRAGMA {name} = {value};"))
+                .with_context(|| format!("PRAGMA {name} = {value}"))?;
+            if build {
+                continue;
+            }
+            let now = super::settings::sqlite_pragma(c, name)?;
+            if !sqlite_took(name, value, &now) {
+                bail!("PRAGMA {name} = {value} is not in force: SQLite reads back {now} (it ignores a value it does not take)");
+            }
+        }
+        Ok(())
     }
 
     fn remove(&self) {

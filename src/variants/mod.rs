@@ -59,6 +59,10 @@ pub struct VariantConfig {
     /// stack without the encryption layer. A study fills it in (see `study::controls`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub control: Option<String>,
+    /// The engine's own settings for this variant: a managed server's settings, or SQLite's
+    /// pragmas (`settings = { synchronous_commit = "off" }`); see `targets::settings`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, String>,
 }
 
 impl<'de> Deserialize<'de> for VariantConfig {
@@ -103,6 +107,8 @@ pub struct Prepared {
     pub cipher_pragmas: Vec<crate::targets::sqlite::CipherPragma>,
     /// Settings for a managed server (MariaDB encryption, for example).
     pub server_settings: Vec<(String, String)>,
+    /// The variant's own engine settings (server settings or pragmas), applied last.
+    pub engine_settings: Vec<(String, String)>,
     /// Environment for each run's child process.
     pub env: Vec<(String, String)>,
     /// Test-only: a busy-wait each run adds to every unit.
@@ -196,6 +202,7 @@ impl Prepared {
             key: None,
             cipher_pragmas: vec![],
             server_settings: vec![],
+            engine_settings: vec![],
             env: vec![],
             inject_delay: crate::driver::InjectedSlowdown::None,
             encrypted: false,
@@ -257,6 +264,10 @@ impl VariantConfig {
 
     pub fn preflight(&self, engine: Engine) -> Result<()> {
         self.validate()?;
+        for (name, value) in &self.settings {
+            crate::targets::settings::check_text(engine, name, value)
+                .with_context(|| format!("variant '{}': settings", self.name))?;
+        }
         match (&self.encryption, engine) {
             (Some(Encryption::Sqlcipher(_)), e) if e != Engine::Sqlite => {
                 bail!("sqlcipher applies to the sqlite engine only, not {e}")
@@ -320,6 +331,7 @@ impl VariantConfig {
         if let Some(l) = &self.limits {
             l.setup(&self.name, p)?;
         }
+        p.engine_settings = self.settings.clone().into_iter().collect();
         p.inject_delay = self.delay.unwrap_or_default();
         if !self.aesni {
             p.env.extend(aesni_off_env());
@@ -400,6 +412,21 @@ mod tests {
         assert!(p.data_dir.is_dir() && !p.encrypted);
         assert!(p.data_dir.starts_with(dir.path()) && p.backing == vec![dir.path().join("store")]);
         assert!(p.env.iter().any(|(k, v)| k == "OPENSSL_ia32cap" && v == OPENSSL_NO_AESNI));
+    }
+
+    #[test]
+    fn engine_settings_are_a_layer_of_their_own_that_controls_keep() {
+        let v = parse("name = 'g'\nkind = 'gocryptfs'\nsettings = { synchronous_commit = 'off', wal_compression = true, commit_delay = 10 }");
+        let want = [("commit_delay", "10"), ("synchronous_commit", "off"), ("wal_compression", "on")];
+        assert_eq!(v.settings, want.map(|(k, x)| (k.to_string(), x.to_string())).into_iter().collect());
+        let base = parse("name = 'p'");
+        assert_eq!(v.differences(&base), ["FUSE", "encryption", "engine settings"]);
+        let control = v.control_stack().unwrap();
+        assert_eq!(v.differences(&control), ["encryption"], "the control has the same settings");
+        assert!(toml::from_str::<VariantConfig>("name = 'x'\nsettings = { a = [1] }").is_err());
+        let dir = tempfile::tempdir().unwrap();
+        let p = parse("name = 'p'\nsettings = { synchronous = 'off' }").setup(dir.path()).unwrap();
+        assert_eq!(p.engine_settings, [("synchronous".to_string(), "off".to_string())]);
     }
 
     #[test]

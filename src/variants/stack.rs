@@ -113,12 +113,41 @@ struct Keys {
     aesni: Option<bool>,
     delay: Option<String>,
     control: Option<String>,
+    #[serde(default)]
+    settings: Map<String, Value>,
+}
+
+/// The engine settings as text: a TOML string as it is, a number or a boolean (on/off) as
+/// the engines spell them.
+fn settings_text(settings: Map<String, Value>) -> Result<std::collections::BTreeMap<String, String>> {
+    settings
+        .into_iter()
+        .map(|(name, value)| {
+            let text = match value {
+                Value::String(s) => s,
+                Value::Number(n) => n.to_string(),
+                Value::Bool(b) => if b { "on" } else { "off" }.to_string(),
+                _ => bail!("settings: {name} must be a string, a number or true/false"),
+            };
+            Ok((name, text))
+        })
+        .collect()
 }
 
 /// The keys every entry takes, beside a shorthand `kind`'s own (serde's message for an
 /// unknown key beside a `kind` lists only the kind's, so a "did you mean" looks here too).
-pub const STACK_KEYS: [&str; 9] =
-    ["name", "storage", "log_storage", "encryption", "fuse_passthrough", "limits", "aesni", "delay", "control"];
+pub const STACK_KEYS: [&str; 10] = [
+    "name",
+    "storage",
+    "log_storage",
+    "encryption",
+    "fuse_passthrough",
+    "limits",
+    "aesni",
+    "delay",
+    "control",
+    "settings",
+];
 
 fn injected(text: &str, key: &str) -> Result<crate::driver::InjectedSlowdown> {
     text.parse().map_err(|e| anyhow::anyhow!("{key}: {e}"))
@@ -157,6 +186,7 @@ impl VariantConfig {
             aesni: keys.aesni.unwrap_or(true),
             delay: keys.delay.as_deref().map(|d| injected(d, "delay")).transpose()?,
             control: keys.control,
+            settings: settings_text(keys.settings)?,
         };
         if !shorthand.is_empty() {
             let kind: Kind = serde_json::from_value(Value::Object(shorthand)).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -262,6 +292,10 @@ impl VariantConfig {
         };
         let same = |s: &String| (s.clone(), s.clone());
         let log = self.log_storage.as_ref().map_or("with the data".into(), Storage::describe);
+        let settings = match self.settings.is_empty() {
+            true => "the engine's defaults".to_string(),
+            false => self.settings.iter().map(|(k, v)| format!("{k} = {v}")).collect::<Vec<_>>().join(", "),
+        };
         let rows = [
             ("storage", same(&self.storage.describe())),
             ("log storage", same(&log)),
@@ -270,6 +304,7 @@ impl VariantConfig {
             ("limits", same(&limits)),
             ("AES-NI", same(&if self.aesni { "on".into() } else { "masked".into() })),
             ("injected delay", same(&self.delay.map_or("none".into(), |d| d.to_string()))),
+            ("engine settings", same(&settings)),
         ];
         rows.into_iter().map(|(layer, (shown, key))| (layer, shown, key)).collect()
     }

@@ -19,6 +19,7 @@ mod mariadb;
 mod postgres;
 mod remote;
 mod seeds;
+mod settings;
 mod stacks;
 mod study;
 mod study_file_fuzz;

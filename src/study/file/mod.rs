@@ -319,6 +319,7 @@ impl StudyFile {
                 );
             }
         }
+        self.check_settings(places)?;
         for (a, b) in &self.compare {
             let at = at("compare");
             for name in [a, b] {
@@ -328,6 +329,24 @@ impl StudyFile {
             }
             if a == b || [a, b].contains(&&self.variants[0].name) {
                 bail!("{at}compare: '{a}' against '{b}': pair two different variants other than the baseline, which every variant is compared with already");
+            }
+        }
+        Ok(())
+    }
+}
+
+impl StudyFile {
+    /// The study's and each variant's engine settings, by the engine's own list of names.
+    fn check_settings(&self, places: &Places) -> Result<()> {
+        use crate::targets::settings::{check_names, check_text};
+        let engine = self.target.engine;
+        let study = (None, &self.target.settings, "[target] settings");
+        let variants = self.variants.iter().enumerate().map(|(i, v)| (places.variants.get(i), &v.settings, "settings"));
+        for (entry, settings, what) in std::iter::once(study).chain(variants) {
+            for (name, value) in settings {
+                check_text(engine, name, value)
+                    .and_then(|_| check_names(engine, [name.as_str()]))
+                    .map_err(|e| anyhow::anyhow!("{}{what}: {e}", places.line(entry, name)))?;
             }
         }
         Ok(())

@@ -139,6 +139,18 @@ fn workloads_that_share_one_cache_state_keep_equal_shares() {
 }
 
 #[test]
+fn under_a_memory_limit_each_variant_taking_turns_warms_up_as_long_as_alone() {
+    let with =
+        |extra: &str| load(&GOOD.replace("pct_newcustomers = 5", &format!("pct_newcustomers = 5\n{extra}"))).unwrap();
+    let limited = with("memory = \"64MB\"\nwarmup = \"2s\"").workloads.remove(0);
+    assert!(limited.a_process_per_variant());
+    assert_eq!(limited.taking_turns(3).load.warmup(), std::time::Duration::from_secs(6));
+    let cached = with("warmup = \"2s\"").workloads.remove(0);
+    assert!(!cached.a_process_per_variant());
+    assert_eq!(cached.taking_turns(3).load.warmup(), std::time::Duration::from_secs(2));
+}
+
+#[test]
 fn a_workload_s_memory_limit_and_a_variant_s_limits_on_one_process_are_refused() {
     let memory = GOOD.replace("pct_newcustomers = 5", "pct_newcustomers = 5\nmemory = \"64MB\"");
     let with = |limits: &str| load(&format!("{memory}limits = {limits}\n"));
