@@ -9,6 +9,8 @@ pub struct Mount {
     pub mount_point: String,
     pub fs_type: String,
     pub source: String,
+    /// The mount's own options and its file system's, comma-separated (`rw,noatime,...`).
+    pub options: String,
 }
 
 /// mountinfo escapes spaces and the like as octal (`\040`).
@@ -40,6 +42,7 @@ pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
                 mount_point: unescape(f.get(4)?),
                 fs_type: r.first()?.to_string(),
                 source: unescape(r.get(1)?),
+                options: [f.get(5).copied(), r.get(2).copied()].into_iter().flatten().collect::<Vec<_>>().join(","),
             })
         })
         .collect()

@@ -64,6 +64,10 @@ fn socket(data: &Path) -> PathBuf {
     data.join("mariadbd.sock")
 }
 
+/// Settings MariaDB fixes when its data directory is installed: the install's bootstrap
+/// server takes them too, or the server would refuse the data directory.
+const AT_INSTALL: &[&str] = &["innodb_page_size", "lower_case_table_names"];
+
 impl ManagedMaria {
     /// Installs the data directory if needed (its redo log under `log` when given) and
     /// starts the server.
@@ -107,6 +111,9 @@ impl ManagedMaria {
             // Options install-db does not know go to its bootstrap server.
             if let Some(l) = &log {
                 c.arg(format!("--innodb-log-group-home-dir={}", redo_dir(l, &data).display()));
+            }
+            for (k, v) in settings.iter().filter(|(k, _)| AT_INSTALL.contains(&k.replace('-', "_").as_str())) {
+                c.arg(format!("--{k}={v}"));
             }
             if as_root {
                 c.arg(format!("--user={SERVER_USER}"));

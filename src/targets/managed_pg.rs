@@ -44,6 +44,34 @@ pub fn bin_dir(version: Option<&str>) -> Result<PathBuf> {
     find_bin(version).map(|(bin, _)| bin)
 }
 
+/// Settings PostgreSQL fixes when its data directory is made: initdb takes them, and the
+/// server reads them back (`SHOW`) but cannot change them.
+pub const AT_INITDB: &[&str] = &["data_checksums", "wal_segment_size"];
+
+/// initdb's arguments for the settings among `settings` that it fixes.
+fn initdb_args(settings: &[(String, String)]) -> Result<Vec<String>> {
+    let mut args = vec![];
+    for (name, value) in settings.iter().filter(|(k, _)| AT_INITDB.contains(&k.as_str())) {
+        match (name.as_str(), value.to_ascii_lowercase().as_str()) {
+            ("data_checksums", "on" | "true" | "1") => args.push("--data-checksums".to_string()),
+            ("data_checksums", "off" | "false" | "0") => {}
+            ("wal_segment_size", v) => {
+                let mb: u32 = v
+                    .trim_end_matches("mb")
+                    .parse()
+                    .ok()
+                    .filter(|m: &u32| m.is_power_of_two() && *m <= 1024)
+                    .with_context(|| {
+                        format!("wal_segment_size = {value}: a power of two from 1MB to 1024MB, e.g. \"64MB\"")
+                    })?;
+                args.push(format!("--wal-segsize={mb}"));
+            }
+            _ => bail!("{name} = {value}: on or off"),
+        }
+    }
+    Ok(args)
+}
+
 fn find_bin(version: Option<&str>) -> Result<(PathBuf, String)> {
     let missing = "PostgreSQL server binaries not found: install them with 'apt-get install postgresql'";
     let mut versions: Vec<u32> = std::fs::read_dir("/usr/lib/postgresql")
@@ -140,6 +168,7 @@ impl ManagedPg {
         if !pg.data.join("PG_VERSION").exists() {
             let mut initdb = pg.command("initdb");
             initdb.arg("-D").arg(&pg.data).args(["-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--no-locale"]);
+            initdb.args(initdb_args(settings)?);
             if let Some(log) = log {
                 initdb.arg(format!("--waldir={}", pg.prepare_wal_dir(log)?.display()));
             }
@@ -165,7 +194,7 @@ impl ManagedPg {
         // deep in a study's output) can exceed the kernel's 107 bytes, and the server then
         // refuses to start.
         let mut opts = format!("-p {} -c listen_addresses=127.0.0.1 -k ''", pg.port);
-        for (k, v) in settings {
+        for (k, v) in settings.iter().filter(|(k, _)| !AT_INITDB.contains(&k.as_str())) {
             // pg_ctl hands these to a shell; a value holds no quote (parse_setting).
             opts += &format!(" -c {k}='{v}'");
         }
@@ -273,6 +302,16 @@ impl Drop for ManagedPg {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn settings_fixed_at_initdb_go_to_initdb() {
+        let set = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+        assert_eq!(initdb_args(&set("data_checksums", "on")).unwrap(), ["--data-checksums"]);
+        assert!(initdb_args(&set("data_checksums", "off")).unwrap().is_empty());
+        assert_eq!(initdb_args(&set("wal_segment_size", "64MB")).unwrap(), ["--wal-segsize=64"]);
+        assert!(initdb_args(&set("wal_segment_size", "48MB")).unwrap_err().to_string().contains("power of two"));
+        assert!(initdb_args(&set("shared_buffers", "1GB")).unwrap().is_empty());
+    }
 
     #[test]
     fn settings_are_plain_words() {

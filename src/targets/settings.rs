@@ -110,7 +110,9 @@ fn ask(engine: Engine) -> Result<BTreeSet<String>> {
         Engine::Postgres => {
             let bin = super::managed_pg::bin_dir(None)?;
             let text = output(Command::new(bin.join("postgres")).arg("--describe-config"), "postgres")?;
-            Ok(text.lines().filter_map(|l| l.split('\t').next()).map(str::to_string).collect())
+            let listed = text.lines().filter_map(|l| l.split('\t').next()).map(str::to_string);
+            // initdb's own (data_checksums) are not in the list: the server cannot set them.
+            Ok(listed.chain(super::managed_pg::AT_INITDB.iter().map(|s| s.to_string())).collect())
         }
         Engine::Mariadb => {
             let mariadbd = crate::sys::require("mariadbd", "mariadb-server")?;

@@ -382,7 +382,12 @@ impl SqliteDb {
                 "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA locking_mode = EXCLUSIVE;",
             )?,
             Mode::Run => {
-                c.execute_batch("PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON;")?;
+                // WAL unless the variant names its own journal: switching back and forth at
+                // every connection's open would need the database to itself each time.
+                if !self.pragmas.iter().any(|(name, _)| name == "journal_mode") {
+                    c.execute_batch("PRAGMA journal_mode = WAL;")?;
+                }
+                c.execute_batch("PRAGMA foreign_keys = ON;")?;
                 c.busy_handler(Some(on_busy))?;
             }
         }

@@ -216,8 +216,11 @@ impl VariantConfig {
             Kind::Fscrypt { image_size } => {
                 set_encryption(self, Encryption::Fscrypt(Default::default()))?;
                 match &self.storage {
-                    Storage::Host => self.storage = Storage::Ext4Image { size: image_size },
-                    Storage::Ext4Image { .. } => {}
+                    Storage::Host => {
+                        self.storage =
+                            Storage::Ext4Image(super::storage::Image { size: image_size, ..Default::default() })
+                    }
+                    Storage::Ext4Image(_) => {}
                     other => {
                         bail!("variant '{name}': fscrypt needs storage = \"ext4-image\", not {}", other.describe())
                     }
@@ -251,7 +254,7 @@ impl VariantConfig {
             l.validate().map_err(at)?;
         }
         match (&self.encryption, &self.storage) {
-            (Some(Encryption::Fscrypt(_)), s) if !matches!(s, Storage::Ext4Image { .. }) => Err(at(anyhow::anyhow!(
+            (Some(Encryption::Fscrypt(_)), s) if !matches!(s, Storage::Ext4Image(_)) => Err(at(anyhow::anyhow!(
                 "fscrypt needs an ext4 file system with the encrypt feature: add storage = \"ext4-image\" (it is on {})",
                 s.describe()
             ))),
@@ -345,7 +348,9 @@ impl VariantConfig {
 fn control_name(v: &VariantConfig, e: &Encryption) -> String {
     let on = |s: &Storage| match s {
         Storage::Host => "host directory".to_string(),
-        Storage::Ext4Image { .. } => "ext4 image".into(),
+        Storage::Ext4Image(_) => "ext4 image".into(),
+        Storage::XfsImage(_) => "xfs image".into(),
+        Storage::BtrfsImage(_) => "btrfs image".into(),
         Storage::Tmpfs { .. } => "tmpfs".into(),
         Storage::Path { path } => path.display().to_string(),
     };

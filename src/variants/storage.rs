@@ -17,13 +17,14 @@ pub enum Storage {
     /// A directory in the study's work directory, on the host's file system.
     #[default]
     Host,
-    /// A fresh ext4 file system (with the `encrypt` feature) in a sparse image file in the
-    /// work directory, mounted through a loop device with direct I/O, so the image's pages
-    /// are not cached twice.
-    Ext4Image {
-        #[serde(default = "default_image_size")]
-        size: String,
-    },
+    /// A fresh ext4 file system (with the `encrypt` feature, for fscrypt) in a sparse image
+    /// file in the work directory, mounted through a loop device with direct I/O, so the
+    /// image's pages are not cached twice.
+    Ext4Image(Image),
+    /// The same with XFS.
+    XfsImage(Image),
+    /// The same with btrfs.
+    BtrfsImage(Image),
     /// A tmpfs of this size: storage as fast as memory.
     Tmpfs {
         #[serde(default = "default_image_size")]
@@ -32,6 +33,64 @@ pub enum Storage {
     /// A directory on storage of the user's; the variant works in a fresh subdirectory.
     Path { path: PathBuf },
 }
+
+/// A file system in a loop-mounted image: its size, and what mkfs and mount are told.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Image {
+    #[serde(default = "default_image_size")]
+    pub size: String,
+    /// More arguments for mkfs, e.g. "-b 4096" or "-m 0".
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub mkfs_options: String,
+    /// Mount options, e.g. "noatime" or "data=journal"; each is checked to be in force.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub mount_options: String,
+}
+
+impl Default for Image {
+    fn default() -> Self {
+        Image { size: default_image_size(), mkfs_options: String::new(), mount_options: String::new() }
+    }
+}
+
+impl Image {
+    /// The image as a stack table shows it: "xfs image (1GB, loop device; noatime)".
+    fn describe(&self, fs: &str) -> String {
+        let mut extra: Vec<String> = vec![];
+        extra.extend((!self.mkfs_options.is_empty()).then(|| format!("mkfs {}", self.mkfs_options)));
+        extra.extend((!self.mount_options.is_empty()).then(|| self.mount_options.clone()));
+        let extra = if extra.is_empty() { String::new() } else { format!("; {}", extra.join(", ")) };
+        format!("{fs} image ({}, loop device{extra})", self.size)
+    }
+}
+
+/// Each image file system: its name, its mkfs (and package), mkfs's own arguments, and the
+/// smallest image it makes.
+struct FileSystem {
+    name: &'static str,
+    mkfs: &'static str,
+    package: &'static str,
+    args: &'static [&'static str],
+    smallest: u64,
+}
+
+const EXT4: FileSystem = FileSystem {
+    name: "ext4",
+    mkfs: "mkfs.ext4",
+    package: "e2fsprogs",
+    args: &["-q", "-F", "-O", "encrypt", "-E", "nodiscard"],
+    smallest: 64 << 20,
+};
+const XFS: FileSystem =
+    FileSystem { name: "xfs", mkfs: "mkfs.xfs", package: "xfsprogs", args: &["-q", "-f", "-K"], smallest: 300 << 20 };
+const BTRFS: FileSystem = FileSystem {
+    name: "btrfs",
+    mkfs: "mkfs.btrfs",
+    package: "btrfs-progs",
+    args: &["-q", "-f", "-K"],
+    smallest: 128 << 20,
+};
 
 pub fn default_image_size() -> String {
     "1GB".into()
@@ -49,16 +108,29 @@ impl Storage {
     pub fn describe(&self) -> String {
         match self {
             Storage::Host => "host directory".into(),
-            Storage::Ext4Image { size } => format!("ext4 image ({size}, loop device)"),
             Storage::Tmpfs { size } => format!("tmpfs ({size})"),
             Storage::Path { path } => format!("path {}", path.display()),
+            image => {
+                let (fs, i) = image.image().expect("the other kinds are images");
+                i.describe(fs.name)
+            }
         }
     }
 
-    fn size_bytes(size: &str) -> Result<u64> {
+    /// An image's file system and settings.
+    fn image(&self) -> Option<(&'static FileSystem, &Image)> {
+        match self {
+            Storage::Ext4Image(i) => Some((&EXT4, i)),
+            Storage::XfsImage(i) => Some((&XFS, i)),
+            Storage::BtrfsImage(i) => Some((&BTRFS, i)),
+            _ => None,
+        }
+    }
+
+    fn size_bytes(size: &str, smallest: u64) -> Result<u64> {
         let bytes = crate::sys::units::parse_bytes(size).map_err(|e| anyhow::anyhow!("storage size: {e}"))?;
-        if bytes < 64 << 20 {
-            bail!("storage size '{size}' is too small: at least 64MB");
+        if bytes < smallest {
+            bail!("storage size '{size}' is too small: at least {}MB", smallest >> 20);
         }
         Ok(bytes)
     }
@@ -66,25 +138,34 @@ impl Storage {
     pub fn validate(&self) -> Result<()> {
         match self {
             Storage::Host => Ok(()),
-            Storage::Ext4Image { size } | Storage::Tmpfs { size } => Self::size_bytes(size).map(drop),
+            Storage::Tmpfs { size } => Self::size_bytes(size, 64 << 20).map(drop),
             Storage::Path { path } if !path.is_dir() => {
                 bail!("storage path {} is not a directory; create it or mount the storage there", path.display())
             }
             Storage::Path { .. } => Ok(()),
+            image => {
+                let (fs, i) = image.image().expect("the other kinds are images");
+                Self::size_bytes(&i.size, fs.smallest).with_context(|| format!("a {} image", fs.name))?;
+                let plain = |s: &str| s.bytes().all(|b| b.is_ascii_alphanumeric() || b" ,=_-.:/".contains(&b));
+                if !plain(&i.mkfs_options) || !plain(&i.mount_options) {
+                    bail!("mkfs_options and mount_options are letters, digits, spaces and , = _ - . : /");
+                }
+                Ok(())
+            }
         }
     }
 
     pub fn preflight(&self) -> Result<()> {
         self.validate()?;
-        if matches!(self, Storage::Ext4Image { .. } | Storage::Tmpfs { .. }) {
+        if !matches!(self, Storage::Host | Storage::Path { .. }) {
             require("mount", "mount")?;
             // SAFETY: geteuid has no preconditions.
             if unsafe { libc::geteuid() } != 0 {
                 bail!("storage '{}' needs root to mount; run dbvs as root", self.describe());
             }
         }
-        if let Storage::Ext4Image { .. } = self {
-            require("mkfs.ext4", "e2fsprogs")?;
+        if let Some((fs, _)) = self.image() {
+            require(fs.mkfs, fs.package)?;
             require("losetup", "mount")?;
             if !Path::new("/dev/loop-control").exists() {
                 bail!("no loop devices (/dev/loop-control missing): load the loop module (modprobe loop)");
@@ -101,30 +182,18 @@ impl Storage {
                 std::fs::create_dir_all(&base)?;
                 Ok(Base { backing: base.clone(), dir: base, ext4: None })
             }
-            Storage::Ext4Image { size } => {
-                let image = dir.join("ext4.img");
-                let mnt = dir.join("ext4-mnt");
-                lease.push(Step::RemoveFile { path: image.clone() })?;
-                std::fs::File::create(&image)?.set_len(Self::size_bytes(size)?)?;
-                run_tool(
-                    Command::new(require("mkfs.ext4", "e2fsprogs")?)
-                        .args(["-q", "-F", "-O", "encrypt", "-E", "nodiscard"])
-                        .arg(&image),
-                )?;
-                std::fs::create_dir_all(&mnt)?;
-                lease.push(Step::Unmount { path: mnt.clone(), fuse: false })?;
-                run_tool(Command::new(require("mount", "mount")?).args(["-o", "loop"]).arg(&image).arg(&mnt))
-                    .context("cannot loop-mount the ext4 image (needs root and loop devices)")?;
-                direct_io(&mnt)?;
-                std::fs::set_permissions(&mnt, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
-                p.in_force.push(InForce::Mount { path: mnt.clone(), fs_type: "ext4" });
-                Ok(Base { dir: mnt.clone(), backing: image, ext4: Some(mnt) })
+            Storage::Ext4Image(_) | Storage::XfsImage(_) | Storage::BtrfsImage(_) => {
+                let (fs, i) = self.image().expect("an image");
+                let mnt = mount_image(dir, fs, i, lease)?;
+                p.in_force.push(InForce::Mount { path: mnt.clone(), fs_type: fs.name });
+                let ext4 = (fs.name == "ext4").then(|| mnt.clone());
+                Ok(Base { dir: mnt, backing: dir.join(format!("{}.img", fs.name)), ext4 })
             }
             Storage::Tmpfs { size } => {
                 let mnt = dir.join("tmpfs-mnt");
                 std::fs::create_dir_all(&mnt)?;
                 lease.push(Step::Unmount { path: mnt.clone(), fuse: false })?;
-                let opts = format!("size={},mode=0755", Self::size_bytes(size)?);
+                let opts = format!("size={},mode=0755", Self::size_bytes(size, 64 << 20)?);
                 run_tool(
                     Command::new(require("mount", "mount")?).args(["-t", "tmpfs", "-o", &opts, "tmpfs"]).arg(&mnt),
                 )
@@ -141,6 +210,39 @@ impl Storage {
             }
         }
     }
+}
+
+/// Makes `fs` in a sparse image file in `dir` and loop-mounts it (direct I/O); returns the
+/// mount point. Each mount option asked for must show in the mount's options.
+fn mount_image(dir: &Path, fs: &FileSystem, i: &Image, lease: &mut Lease) -> Result<PathBuf> {
+    let image = dir.join(format!("{}.img", fs.name));
+    let mnt = dir.join(format!("{}-mnt", fs.name));
+    lease.push(Step::RemoveFile { path: image.clone() })?;
+    std::fs::File::create(&image)?.set_len(Storage::size_bytes(&i.size, fs.smallest)?)?;
+    let mut mkfs = Command::new(require(fs.mkfs, fs.package)?);
+    run_tool(mkfs.args(fs.args).args(i.mkfs_options.split_whitespace()).arg(&image))
+        .with_context(|| format!("{} failed (mkfs_options \"{}\")", fs.mkfs, i.mkfs_options))?;
+    std::fs::create_dir_all(&mnt)?;
+    lease.push(Step::Unmount { path: mnt.clone(), fuse: false })?;
+    let options =
+        ["loop", i.mount_options.as_str()].into_iter().filter(|o| !o.is_empty()).collect::<Vec<_>>().join(",");
+    run_tool(Command::new(require("mount", "mount")?).args(["-t", fs.name, "-o", &options]).arg(&image).arg(&mnt))
+        .with_context(|| {
+            format!("cannot loop-mount the {} image with options {options} (needs root and loop devices)", fs.name)
+        })?;
+    direct_io(&mnt)?;
+    std::fs::set_permissions(&mnt, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+    let mounted = crate::sys::mounts::mounted_at(&mnt).with_context(|| format!("{} is not mounted", mnt.display()))?;
+    for want in i.mount_options.split(',').filter(|o| !o.is_empty()) {
+        if !mounted.options.split(',').any(|o| o == want || o.starts_with(&format!("{want}:"))) {
+            bail!(
+                "mount option {want} is not in force on the {} image: the kernel mounted it with {}",
+                fs.name,
+                mounted.options
+            );
+        }
+    }
+    Ok(mnt)
 }
 
 /// Switches the loop device under `mnt` to direct I/O: the image's pages then stay out of

@@ -88,9 +88,39 @@ fn a_pragma_sqlite_does_not_take_fails_the_run_naming_what_it_reads_back() {
     let o = run("journal_mode=wal2");
     assert!(!o.status.success(), "{}", stdout(&o));
     let text = format!("{}{}", stdout(&o), stderr(&o));
-    assert!(text.contains("PRAGMA journal_mode = wal2 is not in force: SQLite reads back wal"), "{text}");
+    assert!(text.contains("PRAGMA journal_mode = wal2 is not in force: SQLite reads back delete"), "{text}");
     let o = run("mmap_size=1048576");
     assert!(o.status.success(), "{}", stderr(&o));
     let o = run("jornal_mode=wal");
     assert!(!o.status.success() && stderr(&o).contains("did you mean journal_mode?"), "{}", stderr(&o));
+}
+
+#[test]
+fn postgres_data_checksums_make_the_variant_its_own_data_directory() {
+    let set = ("data_checksums", "on", "on");
+    a_variant_s_setting_is_in_force_and_a_misspelt_one_is_refused("postgres", set, "data_checksum");
+}
+
+#[test]
+fn mariadb_page_size_makes_the_variant_its_own_data_directory() {
+    let set = ("innodb_page_size", "8k", "8192");
+    a_variant_s_setting_is_in_force_and_a_misspelt_one_is_refused("mariadb", set, "innodb_page_sise");
+}
+
+#[test]
+fn a_value_the_server_refuses_skips_its_variant_with_the_server_s_words_and_the_others_run() {
+    let _share = share();
+    let dir = reachable_tempdir();
+    let body = format!(
+        "{}[[variants]]\nname = \"broken\"\nkind = \"plain\"\nsettings = {{ synchronous_commit = \"maybe\" }}\n",
+        study_file("postgres", "synchronous_commit", "off")
+    );
+    let out = dir.path().join("out");
+    ok(&["study", &write_study(dir.path(), &body), "--out", out.to_str().unwrap()]);
+    let r = report(&out);
+    let broken = r["variants"].as_array().unwrap().iter().find(|v| v["info"]["name"] == "broken").unwrap();
+    assert_eq!(broken["status"], "skipped", "{broken}");
+    let why = broken["reason"].as_str().unwrap();
+    assert!(why.contains("invalid value for parameter \"synchronous_commit\": \"maybe\""), "{why}");
+    assert_eq!(records(&out, "tuned").len(), 2, "the others ran");
 }

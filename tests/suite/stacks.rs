@@ -219,3 +219,41 @@ fn a_managed_servers_reads_under_a_memory_limit_are_measured_per_unit() {
     let kb = measures.iter().find(|m| m["name"] == "storage KB read per unit").expect("a measure under a memory limit");
     assert!(kb["value"].as_f64().unwrap() > 1.0, "the server's processes read from storage: {kb}");
 }
+
+#[test]
+fn file_system_images_are_mounted_as_asked_and_a_refused_option_fails_only_its_variant() {
+    let _s = share();
+    let dir = reachable_tempdir();
+    let image = |fs: &str, options: &str| format!("storage = {{ on = \"{fs}-image\", size = \"512MB\"{options} }}");
+    let body = format!(
+        "name = \"fs\"\nblocks = {{ min = 2, max = 2 }}\n{SMALL}\n\
+         [[variants]]\nname = \"ext4\"\n{}\n\
+         [[variants]]\nname = \"xfs\"\n{}\n\
+         [[variants]]\nname = \"btrfs\"\n{}\n\
+         [[variants]]\nname = \"refused\"\n{}\n",
+        image("ext4", ""),
+        image("xfs", ", mount_options = \"noatime\""),
+        image("btrfs", ", mount_options = \"compress=zstd\", mkfs_options = \"--csum xxhash\""),
+        image("xfs", ", mount_options = \"data=journal\""),
+    );
+    let (r, out) = study(dir.path(), &body);
+    assert_eq!(r["status"], "completed", "{out}");
+    let variant =
+        |name: &str| r["variants"].as_array().unwrap().iter().find(|v| v["info"]["name"] == name).unwrap().clone();
+    for (name, shown) in [
+        ("xfs", "xfs image (512MB, loop device; noatime)"),
+        ("btrfs", "btrfs image (512MB, loop device; mkfs --csum xxhash, compress=zstd)"),
+    ] {
+        let v = variant(name);
+        assert_eq!(v["status"], "ran", "{v}");
+        assert_eq!(v["info"]["stack"][0], serde_json::json!(["storage", shown]), "{v}");
+        assert_eq!(v["info"]["differs_from_baseline"], serde_json::json!(["storage"]), "{v}");
+    }
+    let refused = variant("refused");
+    assert_eq!(refused["status"], "skipped", "{refused}");
+    assert!(
+        refused["reason"].as_str().unwrap().contains("cannot loop-mount the xfs image with options loop,data=journal"),
+        "{refused}"
+    );
+    no_mounts_under(dir.path());
+}
