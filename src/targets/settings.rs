@@ -2,8 +2,8 @@
 //! server settings, SQLite's pragmas. Each engine names its own settings, so a name is
 //! checked against the engine's own list (`postgres --describe-config`, `mariadbd --verbose
 //! --help`, SQLite's `pragma_list`) before anything starts, and what was in force is read
-//! back from the engine at each run (`SHOW`, `SELECT @@GLOBAL.`, `PRAGMA`), never copied
-//! from the file.
+//! back from the engine at each run (`current_setting()`, `information_schema.GLOBAL_VARIABLES`,
+//! `PRAGMA`), never copied from the file.
 
 use super::{Connection, Engine};
 use anyhow::{bail, Context, Result};
