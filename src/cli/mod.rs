@@ -144,7 +144,7 @@ struct DbArgs {
 }
 
 fn parse_server_setting(s: &str) -> Result<(String, String), String> {
-    targets::managed_pg::parse_setting(s).map_err(|e| e.to_string())
+    targets::settings::parse_setting(s).map_err(|e| e.to_string())
 }
 
 fn parse_pragma(s: &str) -> Result<(String, String), String> {

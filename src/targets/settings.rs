@@ -17,6 +17,17 @@ const SQLITE_RESERVED: &[&str] = &["key", "rekey", "hexkey", "hexrekey", "textke
 /// Pragmas that shape the database file, so a build takes them too (later they only read).
 pub const SQLITE_FILE_FORMAT: &[&str] = &["page_size", "auto_vacuum", "encoding"];
 
+/// A server setting (`name=value`) as a managed server takes it on its command line.
+pub fn parse_setting(s: &str) -> Result<(String, String)> {
+    let (k, v) = s.split_once('=').context("expected NAME=VALUE, e.g. shared_buffers=256MB")?;
+    let ok =
+        |x: &str, extra: &[u8]| !x.is_empty() && x.bytes().all(|b| b.is_ascii_alphanumeric() || extra.contains(&b));
+    if !ok(k, b"._-") || !ok(v, b"._-/:,=;") {
+        bail!("server setting '{s}' must be NAME=VALUE with letters, digits and . _ - (the value also / : , = ;)");
+    }
+    Ok((k.into(), v.into()))
+}
+
 /// Checks a setting's name and value as text before any engine starts: letters, digits and
 /// a few marks, so a value can go on a server's command line or into a pragma safely.
 pub fn check_text(engine: Engine, name: &str, value: &str) -> Result<()> {
@@ -34,7 +45,7 @@ pub fn check_text(engine: Engine, name: &str, value: &str) -> Result<()> {
             }
             Ok(())
         }
-        Engine::Postgres | Engine::Mariadb => super::managed_pg::parse_setting(&format!("{name}={value}")).map(|_| ()),
+        Engine::Postgres | Engine::Mariadb => parse_setting(&format!("{name}={value}")).map(|_| ()),
     }
 }
 
@@ -188,6 +199,17 @@ pub fn sqlite_took(name: &str, asked: &str, now: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn settings_are_plain_words() {
+        assert_eq!(parse_setting("shared_buffers=256MB").unwrap(), ("shared_buffers".into(), "256MB".into()));
+        assert!(parse_setting("fsync").is_err());
+        assert!(parse_setting("a=b c").is_err());
+        assert!(parse_setting("a=$(reboot)").is_err());
+        assert!(parse_setting("a='b'").is_err());
+        let galera = parse_setting("wsrep_provider_options=gcache.dir=/dev/shm;gcache.size=64M").unwrap();
+        assert_eq!(galera.1, "gcache.dir=/dev/shm;gcache.size=64M");
+    }
 
     #[test]
     fn sqlite_knows_its_pragmas_and_names_the_closest() {

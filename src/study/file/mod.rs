@@ -221,10 +221,6 @@ impl StudyFile {
     fn check(&self, places: &Places) -> Result<()> {
         self.check_names(places)?;
         let at = |needle: &str| places.line(None, needle);
-        for (k, v) in &self.target.settings {
-            crate::targets::managed_pg::parse_setting(&format!("{k}={v}"))
-                .map_err(|e| anyhow::anyhow!("{}target.settings: {e}", at(k)))?;
-        }
         self.power
             .parse::<crate::telemetry::power::PowerSpec>()
             .map_err(|e| anyhow::anyhow!("{}power: {e}", at("power")))?;
