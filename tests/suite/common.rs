@@ -124,14 +124,56 @@ pub fn scrape_until(port: u16, needle: &str, child: &mut std::process::Child) ->
 /// machine would make their numbers the neighbours'. The rest, studies too when they check
 /// what their own output holds and not how fast it ran, run beside each other (`share`),
 /// never beside a turn.
-static TURNS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+///
+/// Shares go first: a turn waits until no share runs, and a share never waits for a turn that
+/// is only waiting. So the shares run beside each other, on every test thread, and the
+/// turns one by one after them. (std's RwLock does the opposite: a waiting writer holds back
+/// every new reader, and the shares seldom overlapped.)
+static TURNS: Turns =
+    Turns { state: std::sync::Mutex::new(State { shares: 0, turn: false }), changed: std::sync::Condvar::new() };
 
-pub fn turn() -> std::sync::RwLockWriteGuard<'static, ()> {
-    TURNS.write().unwrap_or_else(|p| p.into_inner())
+struct Turns {
+    state: std::sync::Mutex<State>,
+    changed: std::sync::Condvar,
 }
 
-pub fn share() -> std::sync::RwLockReadGuard<'static, ()> {
-    TURNS.read().unwrap_or_else(|p| p.into_inner())
+struct State {
+    shares: usize,
+    turn: bool,
+}
+
+impl Turns {
+    fn wait_until(&self, free: impl Fn(&State) -> bool) -> std::sync::MutexGuard<'_, State> {
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        self.changed.wait_while(state, |s| !free(s)).unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Held while a test runs; see [`TURNS`].
+pub struct Held {
+    alone: bool,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut state = TURNS.state.lock().unwrap_or_else(|p| p.into_inner());
+        if self.alone {
+            state.turn = false;
+        } else {
+            state.shares -= 1;
+        }
+        TURNS.changed.notify_all();
+    }
+}
+
+pub fn turn() -> Held {
+    TURNS.wait_until(|s| !s.turn && s.shares == 0).turn = true;
+    Held { alone: true }
+}
+
+pub fn share() -> Held {
+    TURNS.wait_until(|s| !s.turn).shares += 1;
+    Held { alone: false }
 }
 
 pub fn write_study(dir: &Path, body: &str) -> String {
