@@ -42,6 +42,10 @@ pub struct Design {
     /// Why each variant took its turns from a run process of its own, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub own_processes_because: Option<String>,
+    /// Variants that took turns though part of their work runs in the background, each
+    /// with what does it (`name (a FUSE daemon)`): `--validate` checks their ratios.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub background: Vec<String>,
 }
 
 impl Design {
@@ -51,6 +55,18 @@ impl Design {
             Some(why) => format!("each variant from a run process of its own ({why})"),
             None => "within one run per block".into(),
         };
+        let line = self.how_measured(&runs);
+        if self.slice.is_none() || self.background.is_empty() {
+            return line;
+        }
+        format!(
+            "{line}; {} work partly in the background, where an interleaved run may count some of their cost in \
+             the others' slices: dbvs study --validate checks their ratios against each variant alone",
+            self.background.join(", ")
+        )
+    }
+
+    fn how_measured(&self, runs: &str) -> String {
         match (&self.slice, &self.alone_because) {
             (Some(slice), _) if self.variants_alone.is_empty() => format!(
                 "{}: the variants took turns in {} slices, {runs}",
@@ -547,6 +563,7 @@ pub(crate) mod sample {
                 alone_because: None,
                 variants_alone: vec![],
                 own_processes_because: None,
+                background: vec![],
             }],
             regime: vec![Regime { workload: "ds2".into(), runs: 6, in_cache: vec!["block 2 plain".into()] }],
         }

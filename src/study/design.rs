@@ -64,6 +64,7 @@ impl StudyFile {
             alone_because: Some(why),
             variants_alone: vec![],
             own_processes_because: None,
+            background: vec![],
         };
         if let Some(why) = w.why_alone() {
             return alone(why);
@@ -87,7 +88,20 @@ impl StudyFile {
             "under the memory limit each has the whole limit and keeps its own cache between its turns, as alone"
                 .to_string()
         });
-        Design { workload: w.label(), slice: Some(slice), alone_because: None, variants_alone, own_processes_because }
+        let background = self
+            .variants
+            .iter()
+            .filter(|v| alone_in(v, w).is_none())
+            .filter_map(|v| Some(format!("{} ({})", v.name, v.background_work()?)))
+            .collect();
+        Design {
+            workload: w.label(),
+            slice: Some(slice),
+            alone_because: None,
+            variants_alone,
+            own_processes_because,
+            background,
+        }
     }
 }
 
@@ -156,6 +170,19 @@ mod tests {
         assert!(why("name = \"batch\"").contains("timed throughput"));
         let off = designs(&format!("name = \"t\"\ninterleave = \"off\"\n[workload]\nname = \"ds2\"\n{VARIANTS}"));
         assert!(off[0].alone_because.as_ref().unwrap().contains("interleave = \"off\""));
+    }
+
+    #[test]
+    fn variants_that_work_in_the_background_are_named_with_the_check() {
+        let variants = "[[variants]]\nname = \"a\"\nkind = \"plain\"\n[[variants]]\nname = \"g\"\nkind = \"gocryptfs\"\n\
+                        [[variants]]\nname = \"img\"\nstorage = \"ext4-image\"\n[[variants]]\nname = \"s\"\nkind = \"sqlcipher\"\n";
+        let d = designs(&format!("name = \"t\"\n[workload]\nname = \"ds2\"\n{variants}")).remove(0);
+        // gocryptfs's control (the study adds it) has a FUSE daemon too.
+        assert_eq!(d.background, ["g (a FUSE daemon)", "img (a loop device)", "plain through FUSE (a FUSE daemon)"]);
+        assert!(d.text().contains("--validate checks their ratios"), "{}", d.text());
+        let off = designs(&format!("name = \"t\"\ninterleave = \"off\"\n[workload]\nname = \"ds2\"\n{variants}"));
+        assert!(off[0].background.is_empty() && !off[0].text().contains("background"));
+        assert!(designs(&format!("name = \"t\"\n[workload]\nname = \"ds2\"\n{VARIANTS}"))[0].background.is_empty());
     }
 
     #[test]

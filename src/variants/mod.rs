@@ -256,12 +256,26 @@ impl VariantConfig {
         }
     }
 
-    /// Checks that this host and engine can run the variant; the error names what to install.
     /// Why this variant must run alone in each block rather than take turns in slices.
     pub fn why_alone(&self) -> Option<&'static str> {
         self.limits.as_ref().and_then(limits::Settings::why_alone)
     }
 
+    /// What does part of this variant's work outside the threads that run its units, when
+    /// something does: a FUSE daemon, or a loop device's kernel work. The kernel schedules
+    /// it, so in an interleaved run some of it falls in other variants' slices.
+    pub fn background_work(&self) -> Option<&'static str> {
+        let on_image = |s: &Storage| matches!(s, Storage::Ext4Image(_) | Storage::XfsImage(_) | Storage::BtrfsImage(_));
+        if self.fuse_passthrough || matches!(self.encryption, Some(Encryption::Gocryptfs(_))) {
+            Some("a FUSE daemon")
+        } else if on_image(&self.storage) || self.log_storage.as_ref().is_some_and(on_image) {
+            Some("a loop device")
+        } else {
+            None
+        }
+    }
+
+    /// Checks that this host and engine can run the variant; the error names what to install.
     pub fn preflight(&self, engine: Engine) -> Result<()> {
         self.validate()?;
         for (name, value) in &self.settings {

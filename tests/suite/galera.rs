@@ -100,7 +100,7 @@ fn tde_on_a_cluster_leaves_the_write_set_caches_plaintext_unless_they_are_in_mem
     // Galera 26.4 does not encrypt its write-set cache: the replicated rows lie in plaintext
     // in every node's galera.cache, and the scan of every node's data must say so.
     let dir = tempfile::tempdir().unwrap();
-    let (o, r) = tde_study(dir.path(), 1, ""); // one block leaves the caches as two would
+    let (o, r) = tde_study(dir.path(), 2, "");
     assert!(!o.status.success());
     assert_eq!(r["status"], "failed");
     let cause = r["cause"].as_str().unwrap();
