@@ -43,7 +43,8 @@ pub struct Design {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub own_processes_because: Option<String>,
     /// Variants that took turns though part of their work runs in the background, each
-    /// with what does it (`name (a FUSE daemon)`): `--validate` checks their ratios.
+    /// with what does it (`name (a FUSE daemon)`): `--validate` checks their ratios. Empty
+    /// when the variants ran alone.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub background: Vec<String>,
 }
@@ -56,7 +57,7 @@ impl Design {
             None => "within one run per block".into(),
         };
         let line = self.how_measured(&runs);
-        if self.slice.is_none() || self.background.is_empty() {
+        if self.background.is_empty() {
             return line;
         }
         format!(
