@@ -23,6 +23,10 @@ pub struct CapacityFile {
     pub search: Search,
     /// The configurations to compare (variants: `plain`, `limits` for smaller machines...).
     pub configurations: Vec<VariantConfig>,
+    /// The configurations are an upgrade ladder's steps: each takes the keys of the one
+    /// before it (see `study::ladder`), and the report says what each step did.
+    #[serde(default)]
+    pub ladder: bool,
     /// A second workload beside every instance (seed 004's mail VMs), on an embedded SQLite
     /// database of its own, held to `sla.companion_max_p95_ms`.
     #[serde(default)]
@@ -127,8 +131,12 @@ impl CapacityFile {
         let folded = |text: &str| crate::study::quick::fold(text).map_err(|e| anyhow::anyhow!("{shown}: {e:#}"));
         let text = if quick { folded(&text)? } else { text };
         let parse = |text: &str| -> Result<CapacityFile> {
-            let file: CapacityFile =
+            let mut file: CapacityFile =
                 toml::from_str(text).map_err(|e| crate::study::file::syntax_error(&shown, text, &e))?;
+            if file.ladder {
+                file.configurations = crate::study::ladder::steps(text, "configurations", |_| String::new())
+                    .map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
+            }
             file.check().map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
             Ok(file)
         };

@@ -259,6 +259,10 @@ pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::Capaci
         outcomes,
         wall_s: started.elapsed().as_secs_f64(),
         file: text.to_string(),
+        ladder: match file.ladder {
+            true => crate::study::ladder::changes(&file.configurations.iter().collect::<Vec<_>>()),
+            false => vec![],
+        },
     })
 }
 

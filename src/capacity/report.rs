@@ -22,6 +22,10 @@ pub struct CapacityReport {
     pub outcomes: Vec<Outcome>,
     pub wall_s: f64,
     pub file: String,
+    /// An upgrade ladder's steps after the first, each with what it changes from the step
+    /// before (`layer: its value`); empty unless the file is a ladder.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ladder: Vec<(String, Vec<String>)>,
 }
 
 /// Summarizes one configuration's probes.
@@ -71,10 +75,10 @@ impl CapacityReport {
     }
 
     /// Seed 004's table: per configuration, the most instances meeting the SLA and what they
-    /// delivered there.
+    /// delivered there; on a ladder, what each step changed and did to the instances held.
     pub fn summary(&self) -> Table {
         let h = &self.headline;
-        let rows = self
+        let mut rows: Vec<Vec<String>> = self
             .outcomes
             .iter()
             .map(|c| {
@@ -93,20 +97,49 @@ impl CapacityReport {
                 ]
             })
             .collect();
-        Table {
-            title: "Capacity per configuration".into(),
-            header: [
-                "configuration",
-                "max instances",
-                &format!("total {h}"),
-                &format!("{h} per instance"),
-                "CPU busy %",
-                "network Mbit/s in / out",
-            ]
-            .map(String::from)
-            .to_vec(),
-            rows,
+        let mut header: Vec<String> = [
+            "configuration",
+            "max instances",
+            &format!("total {h}"),
+            &format!("{h} per instance"),
+            "CPU busy %",
+            "network Mbit/s in / out",
+        ]
+        .map(String::from)
+        .to_vec();
+        if !self.ladder.is_empty() {
+            header.extend(
+                ["changes from the step before", "instances vs the step before", "vs the first step"].map(String::from),
+            );
+            for (row, cells) in rows.iter_mut().zip(self.ladder_cells()) {
+                row.extend(cells);
+            }
         }
+        Table { title: "Capacity per configuration".into(), header, rows }
+    }
+
+    /// Each step's changes and its instances held against the step before and the first.
+    fn ladder_cells(&self) -> Vec<[String; 3]> {
+        let held = |c: &Outcome| c.error.is_none().then_some(c.max_instances);
+        let delta = |from: Option<u32>, to: Option<u32>| match (from, to) {
+            (Some(a), Some(b)) if a > 0 => {
+                format!("{:+} ({:+.0}%)", b as i64 - a as i64, 100.0 * (b as f64 / a as f64 - 1.0))
+            }
+            (Some(a), Some(b)) => format!("{:+}", b as i64 - a as i64),
+            _ => "-".into(),
+        };
+        let first = self.outcomes.first().and_then(held);
+        let mut before: Option<&Outcome> = None;
+        let mut cells = vec![];
+        for c in &self.outcomes {
+            let changes = self.ladder.iter().find(|(step, _)| *step == c.configuration);
+            cells.push(match (before, changes) {
+                (Some(b), Some((_, changes))) => [changes.join("; "), delta(held(b), held(c)), delta(first, held(c))],
+                _ => ["the first step".into(), "-".into(), "-".into()],
+            });
+            before = Some(c);
+        }
+        cells
     }
 
     /// Every probe in search order, with each instance's figure so a near miss is visible.
@@ -291,7 +324,21 @@ mod tests {
             ],
             wall_s: 12.0,
             file: "name = \"ladder\" # <x>".into(),
+            ladder: vec![],
         }
+    }
+
+    #[test]
+    fn a_ladder_s_steps_say_what_they_changed_and_held() {
+        let mut r = sample();
+        let mut bigger = r.outcomes[0].clone();
+        (bigger.configuration, bigger.max_instances) = ("+ cores".into(), 6);
+        r.outcomes = vec![r.outcomes[0].clone(), bigger];
+        r.ladder = vec![("+ cores".into(), vec!["limits: none".into()])];
+        let t = r.summary();
+        assert_eq!(t.header.len(), 9);
+        assert_eq!(t.rows[0][6..], ["the first step", "-", "-"]);
+        assert_eq!(t.rows[1][6..], ["limits: none", "+2 (+50%)", "+2 (+50%)"]);
     }
 
     #[test]

@@ -14,7 +14,7 @@ mod validate;
 use crate::interrupt::Interrupted;
 use crate::run::DbSpec;
 use crate::sys::names::printable;
-use crate::targets::{self, sqlite};
+use crate::targets::{self, sqlite, Binaries};
 use crate::workloads::{self, Options, WorkloadSpec};
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
@@ -71,8 +71,10 @@ enum Command {
 struct DbArgs {
     /// Where to run: sqlite:PATH (the pristine database file), postgres://USER@HOST[:PORT]/DB or
     /// mysql://USER@HOST[:PORT]/DB (DB is the pristine database; runs use copies; needs CREATEDB or
-    /// CREATE), managed-postgres[:VERSION] / managed-mariadb (a private instance dbvs starts and stops),
-    /// or managed-galera[:NODES] (a private MariaDB Galera cluster of NODES nodes, 3 by default).
+    /// CREATE), managed-postgres[:VERSION|:/PREFIX] / managed-mariadb[:/PREFIX] (a private instance
+    /// dbvs starts and stops: the packaged server, an installed major version, or the binaries of an
+    /// installation directory such as your own build's), or managed-galera[:NODES] (a private
+    /// MariaDB Galera cluster of NODES nodes, 3 by default).
     #[arg(long, value_name = "TARGET", required_unless_present = "spec")]
     target: Option<String>,
     /// Everything about the run from a run spec (JSON) that dbvs wrote for a child process;
@@ -151,7 +153,7 @@ fn parse_pragma(s: &str) -> Result<(String, String), String> {
     use targets::{settings, Engine};
     let (name, value) = s.split_once('=').ok_or("expected NAME=VALUE, e.g. synchronous=normal")?;
     settings::check_text(Engine::Sqlite, name, value)
-        .and_then(|_| settings::check_names(Engine::Sqlite, [name]))
+        .and_then(|_| settings::check_names(Engine::Sqlite, &Binaries::Packaged, [name]))
         .map_err(|e| e.to_string())?;
     Ok((name.to_string(), value.to_string()))
 }

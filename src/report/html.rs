@@ -63,7 +63,7 @@ pub fn render(r: &StudyReport) -> Result<String> {
     }
     let _ = writeln!(out, "</ul>\n<div class=\"chart\">{}</div>", charts::forest(r)?);
     table(&mut out, &tables::changes(r));
-    for t in [tables::controls(r), tables::pairs(r)].iter().filter(|t| !t.rows.is_empty()) {
+    for t in [super::ladder::table(r), tables::controls(r), tables::pairs(r)].iter().filter(|t| !t.rows.is_empty()) {
         table(&mut out, t);
     }
     table(&mut out, &tables::stacks(r));

@@ -38,7 +38,9 @@ pub fn render(r: &StudyReport) -> String {
         let _ = writeln!(out, "- {line}");
     }
     let mut list = vec![tables::changes(r)];
-    list.extend([tables::controls(r), tables::pairs(r)].into_iter().filter(|t| !t.rows.is_empty()));
+    list.extend(
+        [super::ladder::table(r), tables::controls(r), tables::pairs(r)].into_iter().filter(|t| !t.rows.is_empty()),
+    );
     list.push(tables::stacks(r));
     list.extend(Some(tables::settings(r)).filter(|t| !t.rows.is_empty()));
     list.extend([tables::means(r), tables::verdicts(r), tables::per_run(r)]);

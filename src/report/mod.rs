@@ -7,6 +7,7 @@ pub mod cipher;
 mod csv;
 pub(crate) mod html;
 mod json;
+mod ladder;
 pub(crate) mod markdown;
 pub(crate) mod tables;
 pub use tables::noise;
@@ -154,6 +155,10 @@ pub struct StudyReport {
     /// Whether the study was in the regime it asked for (see [`Regime`]).
     #[serde(default)]
     pub regime: Vec<Regime>,
+    /// An upgrade ladder's steps after the first, in order, each with what it changes from
+    /// the step before (`layer: its value`); empty unless the study is a ladder.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ladder: Vec<(String, Vec<String>)>,
 }
 
 /// A workload whose runs had a memory limit, so that its database would be larger than
@@ -567,6 +572,7 @@ pub(crate) mod sample {
                 background: vec![],
             }],
             regime: vec![Regime { workload: "ds2".into(), runs: 6, in_cache: vec!["block 2 plain".into()] }],
+            ladder: vec![],
         }
     }
 }

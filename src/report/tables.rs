@@ -14,12 +14,12 @@ fn pct(x: f64) -> String {
 }
 
 /// A ratio as a change with its CI: "-47.2% [-48.6%, -45.8%]".
-fn change(e: &crate::stats::RatioEstimate) -> String {
+pub(super) fn change(e: &crate::stats::RatioEstimate) -> String {
     format!("{} [{}, {}]", pct(e.ratio), pct(e.ci.0), pct(e.ci.1))
 }
 
 /// A verdict beside its change and CI: the word alone, or why nothing was called.
-fn verdict_cell(c: &Comparison) -> String {
+pub(super) fn verdict_cell(c: &Comparison) -> String {
     match c.verdict {
         crate::stats::Verdict::NoSignificantDifference { .. } => c.verdict_text(),
         _ => c.word(),

@@ -98,10 +98,10 @@ fn db_spec(ctx: &Context, p: &Prepared, w: &WorkloadConfig) -> Result<DbSpec> {
     let server_dir = Some(p.data_dir.join("server"));
     let (target, data_dir) = match ctx.target.engine {
         _ if standalone(w) => (None, Some(p.data_dir.join(STANDALONE_DIR))),
-        Engine::Postgres => (Some(TargetSpec::ManagedPostgres(None)), server_dir),
+        Engine::Postgres => (Some(TargetSpec::ManagedPostgres(p.binaries.clone())), server_dir),
         Engine::Mariadb => match ctx.target.nodes {
             Some(n) => (Some(TargetSpec::ManagedGalera(n)), server_dir),
-            None => (Some(TargetSpec::ManagedMariadb), server_dir),
+            None => (Some(TargetSpec::ManagedMariadb(p.binaries.clone())), server_dir),
         },
         Engine::Sqlite => (Some(TargetSpec::Sqlite(p.data_dir.join(db_file(w)?))), None),
     };

@@ -12,6 +12,7 @@ mod allocate;
 mod controls;
 pub mod design;
 pub mod file;
+pub mod ladder;
 mod live;
 pub mod measures;
 pub mod quick;

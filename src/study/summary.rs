@@ -424,7 +424,14 @@ pub(super) fn build(i: Inputs) -> StudyReport {
         },
         design: i.study.workloads.iter().map(|w| i.study.design(w)).collect(),
         regime: regimes(i.study, i.active),
+        ladder: ladder(i.study),
     }
+}
+
+/// A ladder's steps with what each changes (see `study::ladder`).
+fn ladder(study: &StudyFile) -> Vec<(String, Vec<String>)> {
+    let step = |name: &String| study.variants.iter().find(|v| v.name == *name);
+    super::ladder::changes(&study.steps.iter().filter_map(step).collect::<Vec<_>>())
 }
 
 /// The workload as configured, under its label.

@@ -25,6 +25,11 @@ pub fn data_home() -> PathBuf {
     base.join("dbvs")
 }
 
+/// The file process `pid` runs (`/proc/PID/exe`): which binary is really serving.
+pub fn executable_of(pid: u32) -> Option<PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/exe")).ok()
+}
+
 /// Finds `tool` on PATH or in the sbin directories, or says which package provides it.
 pub fn require(tool: &str, package: &str) -> Result<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();

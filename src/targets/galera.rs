@@ -6,7 +6,7 @@
 //! replicates to every node, and workers spread their connections over the nodes.
 
 use super::managed_maria::ManagedMaria;
-use super::ManagedServer;
+use super::{Binaries, ManagedServer};
 use crate::sys::lease::{Lease, Step};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -28,7 +28,7 @@ pub struct Galera {
 }
 
 pub fn default_data_dir() -> PathBuf {
-    super::managed_maria::default_data_dir().with_file_name("galera")
+    super::managed_maria::default_data_dir(&Binaries::Packaged).with_file_name("galera")
 }
 
 /// A free loopback port (released at once; the node binds it moments later).
@@ -95,7 +95,7 @@ impl Galera {
                 caches.push(Step::RemoveFile { path: dir.join(&name) })?;
                 merge_settings(&mut node_settings, &[(PROVIDER_OPTIONS.into(), format!("gcache.name={name}"))]);
             }
-            let node = ManagedMaria::start(&dir, None, &node_settings, cgroups)
+            let node = ManagedMaria::start(&Binaries::Packaged, &dir, None, &node_settings, cgroups)
                 .with_context(|| format!("Galera node {} did not start", i + 1))?;
             synced(&node).with_context(|| format!("Galera node {}", i + 1))?;
             nodes_started.push(node);

@@ -7,7 +7,7 @@
 //! directory, each data directory's InnoDB redo log lives in a subdirectory of it named
 //! after the data directory, and is copied with it.
 
-use super::ManagedServer;
+use super::{Binaries, ManagedServer};
 use crate::sys::lease::{Lease, Step};
 use crate::sys::lock::DirLock;
 use anyhow::{bail, Context, Result};
@@ -22,6 +22,8 @@ const SERVER_USER: &str = "mysql";
 
 pub struct ManagedMaria {
     mariadbd: PathBuf,
+    /// An installation directory's server looks up its messages and plugins under it.
+    basedir: Option<PathBuf>,
     settings: Vec<(String, String)>,
     as_root: bool,
     /// The pristine data directory.
@@ -39,16 +41,66 @@ pub struct ManagedMaria {
     _lock: DirLock,
 }
 
-fn tool(name: &str) -> Result<PathBuf> {
-    crate::sys::require(name, "mariadb-server")
+/// The server and its installer: the packaged ones, or an installation directory's (its
+/// `--basedir`, where the installer finds the system tables' scripts).
+struct Tools {
+    mariadbd: PathBuf,
+    install: PathBuf,
+    basedir: Option<PathBuf>,
 }
 
-pub fn default_data_dir() -> PathBuf {
+impl Tools {
+    fn of(binaries: &Binaries) -> Result<Self> {
+        match binaries {
+            Binaries::Packaged => Ok(Self {
+                mariadbd: crate::sys::require("mariadbd", "mariadb-server")?,
+                install: crate::sys::require("mariadb-install-db", "mariadb-server")?,
+                basedir: None,
+            }),
+            Binaries::Version(v) => {
+                bail!("MariaDB has one packaged version here; name MariaDB {v}'s installation directory instead")
+            }
+            Binaries::Prefix(prefix) => {
+                let find =
+                    |name: &str, dirs: &[&str]| dirs.iter().map(|d| prefix.join(d).join(name)).find(|p| p.is_file());
+                let missing = |what: &str| {
+                    anyhow::anyhow!(
+                        "{} has no {what}: give a MariaDB installation directory (the prefix its `make install` or \
+                         binary tarball made)",
+                        prefix.display()
+                    )
+                };
+                Ok(Self {
+                    mariadbd: find("mariadbd", &["sbin", "bin"]).ok_or_else(|| missing("sbin/ or bin/mariadbd"))?,
+                    install: find("mariadb-install-db", &["bin", "scripts"])
+                        .ok_or_else(|| missing("bin/ or scripts/mariadb-install-db"))?,
+                    basedir: Some(prefix.clone()),
+                })
+            }
+        }
+    }
+}
+
+/// Whether `binaries` names a MariaDB this host has; the error says what is missing.
+pub fn check_binaries(binaries: &Binaries) -> Result<()> {
+    Tools::of(binaries).map(drop)
+}
+
+/// The `mariadbd` of `binaries`.
+pub fn server_binary(binaries: &Binaries) -> Result<PathBuf> {
+    Tools::of(binaries).map(|t| t.mariadbd)
+}
+
+pub fn default_data_dir(binaries: &Binaries) -> PathBuf {
+    let name = match binaries {
+        Binaries::Prefix(prefix) => format!("mariadb-{}", crate::sys::names::slug(&prefix.display().to_string())),
+        _ => "mariadb".into(),
+    };
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
-        PathBuf::from("/var/lib/dbvs/managed/mariadb")
+        PathBuf::from("/var/lib/dbvs/managed").join(name)
     } else {
-        crate::sys::data_home().join("managed/mariadb")
+        crate::sys::data_home().join("managed").join(name)
     }
 }
 
@@ -71,8 +123,14 @@ const AT_INSTALL: &[&str] = &["innodb_page_size", "lower_case_table_names"];
 impl ManagedMaria {
     /// Installs the data directory if needed (its redo log under `log` when given) and
     /// starts the server.
-    pub fn start(data: &Path, log: Option<&Path>, settings: &[(String, String)], cgroups: &[PathBuf]) -> Result<Self> {
-        let (mariadbd, install) = (tool("mariadbd")?, tool("mariadb-install-db")?);
+    pub fn start(
+        binaries: &Binaries,
+        data: &Path,
+        log: Option<&Path>,
+        settings: &[(String, String)],
+        cgroups: &[PathBuf],
+    ) -> Result<Self> {
+        let tools = Tools::of(binaries)?;
         std::fs::create_dir_all(data).with_context(|| format!("cannot create data directory {}", data.display()))?;
         let data = data.canonicalize()?;
         let lock = DirLock::acquire(&data, "the managed MariaDB data directory")?;
@@ -103,8 +161,9 @@ impl ManagedMaria {
             give_to_server(dir)?;
         }
         if fresh {
-            let mut c = Command::new(&install);
+            let mut c = Command::new(&tools.install);
             c.arg("--no-defaults")
+                .args(tools.basedir.iter().map(|b| format!("--basedir={}", b.display())))
                 .arg(format!("--datadir={}", data.display()))
                 .arg(format!("--tmpdir={}", tmpdir(&data).display()))
                 .args(["--auth-root-authentication-method=normal", "--skip-test-db"]);
@@ -124,7 +183,8 @@ impl ManagedMaria {
             }
         }
         let mut server = Self {
-            mariadbd,
+            mariadbd: tools.mariadbd,
+            basedir: tools.basedir,
             settings: settings.to_vec(),
             as_root,
             port: std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port(),
@@ -138,6 +198,13 @@ impl ManagedMaria {
         };
         server.start_on(&server.data.clone())?;
         server.version = server.first_answer()?;
+        if server.basedir.is_some() {
+            // Said from what the kernel runs, not from what was asked for.
+            let pid = server.running.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|(c, _)| c.id());
+            let running = pid.and_then(crate::sys::executable_of);
+            let running = running.map_or("an executable /proc does not show".into(), |e| e.display().to_string());
+            server.version = format!("{} from {running}", server.version);
+        }
         if fresh {
             server.admin_when_ready(|c| {
                 use mysql::prelude::Queryable;
@@ -155,6 +222,7 @@ impl ManagedMaria {
     fn start_on(&self, data: &Path) -> Result<()> {
         let mut c = Command::new(&self.mariadbd);
         c.arg("--no-defaults")
+            .args(self.basedir.iter().map(|b| format!("--basedir={}", b.display())))
             .arg(format!("--datadir={}", data.display()))
             .arg(format!("--tmpdir={}", tmpdir(data).display()))
             .arg(format!("--port={}", self.port))
@@ -280,9 +348,10 @@ impl ManagedMaria {
     }
 
     /// One of the server's status variables (`SHOW GLOBAL STATUS`), as text; empty when
-    /// the server has no such variable.
+    /// the server has no such variable. Asked again while a joining Galera node drops
+    /// connections.
     pub fn status(&self, name: &str) -> Result<String> {
-        self.admin(|c| {
+        self.admin_when_ready(|c| {
             use mysql::prelude::Queryable;
             let row: Option<(String, String)> = c.exec_first(
                 "SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = UPPER(?)",

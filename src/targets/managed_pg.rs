@@ -3,6 +3,7 @@
 //! it is a Drop). As root, the server runs as the `postgres` system user, because
 //! PostgreSQL refuses to run as root.
 
+use super::spec::Binaries;
 use crate::sys::lease::{Lease, Step};
 use crate::sys::lock::DirLock;
 use anyhow::{bail, Context, Result};
@@ -28,9 +29,9 @@ pub struct ManagedPg {
     _lock: DirLock,
 }
 
-/// The server binaries of `version` (the newest installed when `None`).
-pub fn bin_dir(version: Option<&str>) -> Result<PathBuf> {
-    find_bin(version).map(|(bin, _)| bin)
+/// The server binaries' directory of `binaries` (the newest installed when packaged).
+pub fn bin_dir(binaries: &Binaries) -> Result<PathBuf> {
+    find_bin(binaries).map(|(bin, _)| bin)
 }
 
 /// Settings PostgreSQL fixes when its data directory is made: initdb takes them, and the
@@ -61,7 +62,13 @@ fn initdb_args(settings: &[(String, String)]) -> Result<Vec<String>> {
     Ok(args)
 }
 
-fn find_bin(version: Option<&str>) -> Result<(PathBuf, String)> {
+/// The server binaries' directory and the server's version.
+fn find_bin(binaries: &Binaries) -> Result<(PathBuf, String)> {
+    let version = match binaries {
+        Binaries::Packaged => None,
+        Binaries::Version(v) => Some(v.as_str()),
+        Binaries::Prefix(prefix) => return installed_in(prefix),
+    };
     let missing = "PostgreSQL server binaries not found: install them with 'apt-get install postgresql'";
     let mut versions: Vec<u32> = std::fs::read_dir("/usr/lib/postgresql")
         .map_err(|_| anyhow::anyhow!(missing))?
@@ -82,6 +89,31 @@ fn find_bin(version: Option<&str>) -> Result<(PathBuf, String)> {
     Ok((PathBuf::from(format!("/usr/lib/postgresql/{v}/bin")), v.to_string()))
 }
 
+/// The binaries of an installation directory (`make install`'s prefix), and the version
+/// its server says it is (the started server adds the binary it runs, see `ManagedPg::start`).
+fn installed_in(prefix: &Path) -> Result<(PathBuf, String)> {
+    let bin = prefix.join("bin");
+    if let Some(missing) = ["initdb", "postgres", "pg_ctl"].into_iter().find(|t| !bin.join(t).is_file()) {
+        bail!(
+            "{} has no bin/{missing}: give a PostgreSQL installation directory (the prefix its `make install` \
+             installed into, holding bin/initdb, bin/postgres and bin/pg_ctl)",
+            prefix.display()
+        );
+    }
+    let out = Command::new(bin.join("postgres")).arg("--version").output();
+    let said = out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
+    // "postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)"
+    let version = said.split_whitespace().nth(2).filter(|v| v.starts_with(|c: char| c.is_ascii_digit()));
+    let version = version.with_context(|| {
+        format!(
+            "{} does not say its version ('{}'): is it a PostgreSQL server?",
+            bin.join("postgres").display(),
+            said.trim()
+        )
+    })?;
+    Ok((bin, version.to_string()))
+}
+
 /// uid and gid to run the server as, when we are root.
 fn server_user() -> Result<Option<(u32, u32)>> {
     // SAFETY: geteuid has no preconditions.
@@ -100,8 +132,13 @@ fn server_user() -> Result<Option<(u32, u32)>> {
 
 /// Where a managed instance lives unless `--data-dir` says otherwise. As root the server
 /// runs as `postgres`, which cannot enter root's home, so the data goes under /var/lib.
-pub fn default_data_dir(version: Option<&str>) -> Result<PathBuf> {
-    let name = format!("postgres-{}", version.unwrap_or("default"));
+pub fn default_data_dir(binaries: &Binaries) -> Result<PathBuf> {
+    let name = match binaries {
+        Binaries::Packaged => "postgres-default".to_string(),
+        Binaries::Version(v) => format!("postgres-{v}"),
+        // A data directory belongs to one major version: an installation's is its own.
+        Binaries::Prefix(prefix) => format!("postgres-{}", crate::sys::names::slug(&prefix.display().to_string())),
+    };
     Ok(match server_user()? {
         Some(_) => PathBuf::from("/var/lib/dbvs/managed").join(name),
         None => crate::sys::data_home().join("managed").join(name),
@@ -128,13 +165,13 @@ impl ManagedPg {
 
     /// Creates the data directory if needed (its WAL in `log` when given) and starts the server.
     pub fn start(
-        version: Option<&str>,
+        binaries: &Binaries,
         data: &Path,
         log: Option<&Path>,
         settings: &[(String, String)],
         cgroups: &[PathBuf],
     ) -> Result<Self> {
-        let (bin, version) = find_bin(version)?;
+        let (bin, version) = find_bin(binaries)?;
         let run_as = server_user()?;
         std::fs::create_dir_all(data).with_context(|| format!("cannot create data directory {}", data.display()))?;
         let data = data.canonicalize()?;
@@ -144,7 +181,7 @@ impl ManagedPg {
         if let Some((uid, gid)) = run_as {
             std::os::unix::fs::chown(&data, Some(uid), Some(gid))?;
         }
-        let pg = Self {
+        let mut pg = Self {
             bin,
             data,
             port: free_port()?,
@@ -196,11 +233,23 @@ impl ManagedPg {
             let tail = super::ManagedServer::log_tail(&pg);
             bail!("PostgreSQL did not start (port {} busy, or a bad setting?): {tail}", pg.port);
         }
+        if let Binaries::Prefix(_) = binaries {
+            // Said from what the kernel runs, not from what was asked for.
+            let running = pg.postmaster_pid().and_then(crate::sys::executable_of);
+            let running = running.map_or("an executable /proc does not show".into(), |e| e.display().to_string());
+            pg.version = format!("{} from {running}", pg.version);
+        }
         Ok(pg)
     }
 
     pub fn data_dir(&self) -> &Path {
         &self.data
+    }
+
+    /// The running postmaster's pid, from the first line of its pid file.
+    fn postmaster_pid(&self) -> Option<u32> {
+        let text = std::fs::read_to_string(self.data.join("postmaster.pid")).ok()?;
+        text.lines().next()?.trim().parse().ok()
     }
 
     /// Lets client hosts in at the server's other address (started with `listen_addresses`

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-pub use spec::TargetSpec;
+pub use spec::{Binaries, TargetSpec};
 
 /// An open connection to an engine. Only `targets/` matches on it; workloads go through
 /// the [`sql`] seam.
@@ -236,7 +236,7 @@ pub fn open(spec: &TargetSpec, opts: TargetOptions) -> Result<Box<dyn Target>> {
              MariaDB listens on loopback only)"
         );
     }
-    if opts.log_dir.is_some() && !matches!(spec, TargetSpec::ManagedMariadb | TargetSpec::ManagedPostgres(_)) {
+    if opts.log_dir.is_some() && !matches!(spec, TargetSpec::ManagedMariadb(_) | TargetSpec::ManagedPostgres(_)) {
         bail!(
             "--log-dir applies to managed-postgres and managed-mariadb only (SQLite keeps its WAL beside the \
              database; your own server's log is its own configuration)"
@@ -259,15 +259,16 @@ pub fn open(spec: &TargetSpec, opts: TargetOptions) -> Result<Box<dyn Target>> {
             let info = mysql::MyConnInfo::parse(url, password)?;
             Ok(Box::new(mysql::MyTarget::external(info, url.clone())))
         }
-        TargetSpec::ManagedPostgres(version) => managed_postgres(version.as_deref(), opts),
-        TargetSpec::ManagedMariadb => managed_mariadb(opts),
+        TargetSpec::ManagedPostgres(binaries) => managed_postgres(binaries, opts),
+        TargetSpec::ManagedMariadb(binaries) => managed_mariadb(binaries, opts),
         TargetSpec::ManagedGalera(nodes) => managed_galera(*nodes, opts),
     }
 }
 
-fn managed_mariadb(opts: TargetOptions) -> Result<Box<dyn Target>> {
-    let data = opts.data_dir.unwrap_or_else(managed_maria::default_data_dir);
+fn managed_mariadb(binaries: &Binaries, opts: TargetOptions) -> Result<Box<dyn Target>> {
+    let data = opts.data_dir.unwrap_or_else(|| managed_maria::default_data_dir(binaries));
     let server = managed_maria::ManagedMaria::start(
+        binaries,
         &data,
         opts.log_dir.as_deref(),
         &opts.server_settings,
@@ -304,15 +305,15 @@ fn managed_galera(nodes: usize, opts: TargetOptions) -> Result<Box<dyn Target>> 
     Ok(Box::new(mysql::MyTarget::cluster(info, location, std::sync::Arc::new(cluster), encrypted)))
 }
 
-fn managed_postgres(version: Option<&str>, opts: TargetOptions) -> Result<Box<dyn Target>> {
+fn managed_postgres(binaries: &Binaries, opts: TargetOptions) -> Result<Box<dyn Target>> {
     let data = match opts.data_dir {
         Some(d) => d,
-        None => managed_pg::default_data_dir(version)?,
+        None => managed_pg::default_data_dir(binaries)?,
     };
     let mut settings = opts.server_settings.clone();
     settings.extend(opts.listen.as_ref().map(|a| ("listen_addresses".to_string(), format!("127.0.0.1,{a}"))));
     let server =
-        managed_pg::ManagedPg::start(version, &data, opts.log_dir.as_deref(), &settings, &opts.server_cgroups)?;
+        managed_pg::ManagedPg::start(binaries, &data, opts.log_dir.as_deref(), &settings, &opts.server_cgroups)?;
     let password = opts.listen.as_ref().map(|_| server.admit_remote()).transpose()?;
     let info = postgres::PgConnInfo {
         host: opts.listen.clone().unwrap_or_else(|| "127.0.0.1".into()),

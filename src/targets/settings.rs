@@ -5,10 +5,11 @@
 //! back from the engine at each run (`current_setting()`, `information_schema.GLOBAL_VARIABLES`,
 //! `PRAGMA`), never copied from the file.
 
-use super::{Connection, Engine};
+use super::{Binaries, Connection, Engine};
 use anyhow::{bail, Context, Result};
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
+use std::sync::{Arc, Mutex};
 
 /// Pragmas dbvs sets itself or that belong to the SQLCipher layer: a variant's settings
 /// must not change what the run measures behind its back, nor handle keys.
@@ -49,14 +50,14 @@ pub fn check_text(engine: Engine, name: &str, value: &str) -> Result<()> {
     }
 }
 
-/// Checks that every name in `names` is a setting `engine` knows; the error names the
-/// closest one it does know.
-pub fn check_names<'a>(engine: Engine, names: impl IntoIterator<Item = &'a str>) -> Result<()> {
+/// Checks that every name in `names` is a setting `engine` (run from `binaries`) knows; the
+/// error names the closest one it does know.
+pub fn check_names<'a>(engine: Engine, binaries: &Binaries, names: impl IntoIterator<Item = &'a str>) -> Result<()> {
     let names: Vec<&str> = names.into_iter().collect();
     if names.is_empty() {
         return Ok(());
     }
-    let known = known(engine)?;
+    let known = known(engine, binaries)?;
     for name in names {
         if !known.contains(&canonical(engine, name)) && !custom(engine, name) {
             let near = known.iter().max_by(|a, b| {
@@ -99,18 +100,21 @@ fn custom(engine: Engine, name: &str) -> bool {
     engine == Engine::Postgres && name.contains('.')
 }
 
-/// Every setting the engine knows, from the engine itself; asked once per process.
-fn known(engine: Engine) -> Result<&'static BTreeSet<String>> {
-    static KNOWN: [std::sync::OnceLock<BTreeSet<String>>; 3] = [const { std::sync::OnceLock::new() }; 3];
-    let cell = &KNOWN[engine as usize];
-    if let Some(set) = cell.get() {
-        return Ok(set);
+/// Every setting the engine knows, from the engine itself (its version's own list); asked
+/// once per process and binaries.
+fn known(engine: Engine, binaries: &Binaries) -> Result<Arc<BTreeSet<String>>> {
+    type Known = Vec<((Engine, Binaries), Arc<BTreeSet<String>>)>;
+    static KNOWN: Mutex<Known> = Mutex::new(vec![]);
+    let key = (engine, binaries.clone());
+    if let Some((_, set)) = KNOWN.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|(k, _)| *k == key) {
+        return Ok(set.clone());
     }
-    let set = ask(engine)?;
-    Ok(cell.get_or_init(|| set))
+    let set = Arc::new(ask(engine, binaries)?);
+    KNOWN.lock().unwrap_or_else(|p| p.into_inner()).push((key, set.clone()));
+    Ok(set)
 }
 
-fn ask(engine: Engine) -> Result<BTreeSet<String>> {
+fn ask(engine: Engine, binaries: &Binaries) -> Result<BTreeSet<String>> {
     match engine {
         Engine::Sqlite => {
             let c = rusqlite::Connection::open_in_memory()?;
@@ -119,14 +123,14 @@ fn ask(engine: Engine) -> Result<BTreeSet<String>> {
             Ok(names)
         }
         Engine::Postgres => {
-            let bin = super::managed_pg::bin_dir(None)?;
+            let bin = super::managed_pg::bin_dir(binaries)?;
             let text = output(Command::new(bin.join("postgres")).arg("--describe-config"), "postgres")?;
             let listed = text.lines().filter_map(|l| l.split('\t').next()).map(str::to_string);
             // initdb's own (data_checksums) are not in the list: the server cannot set them.
             Ok(listed.chain(super::managed_pg::AT_INITDB.iter().map(|s| s.to_string())).collect())
         }
         Engine::Mariadb => {
-            let mariadbd = crate::sys::require("mariadbd", "mariadb-server")?;
+            let mariadbd = super::managed_maria::server_binary(binaries)?;
             let text = output(Command::new(mariadbd).args(["--no-defaults", "--verbose", "--help"]), "mariadbd")?;
             // The variables' table: "name   value" after its header's dashes.
             let table = text.split("Variables (--variable-name=value)").nth(1).unwrap_or_default();
@@ -213,8 +217,9 @@ mod tests {
 
     #[test]
     fn sqlite_knows_its_pragmas_and_names_the_closest() {
-        check_names(Engine::Sqlite, ["journal_mode", "synchronous", "page_size", "mmap_size"]).unwrap();
-        let e = check_names(Engine::Sqlite, ["jornal_mode"]).unwrap_err().to_string();
+        check_names(Engine::Sqlite, &Binaries::Packaged, ["journal_mode", "synchronous", "page_size", "mmap_size"])
+            .unwrap();
+        let e = check_names(Engine::Sqlite, &Binaries::Packaged, ["jornal_mode"]).unwrap_err().to_string();
         assert!(e.contains("jornal_mode is not a SQLite setting") && e.ends_with("did you mean journal_mode?"), "{e}");
     }
 

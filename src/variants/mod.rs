@@ -21,7 +21,7 @@ mod storage;
 
 use crate::sys::lease::Lease;
 use crate::targets::sqlite::KeyKind;
-use crate::targets::Engine;
+use crate::targets::{Binaries, Engine};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use stack::Encryption;
@@ -38,6 +38,10 @@ pub const GODEBUG_NO_AESNI: &str = "cpu.aes=off,cpu.pclmulqdq=off";
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct VariantConfig {
     pub name: String,
+    /// A managed server's binaries: another installed version, or an installation of the
+    /// user's (a version upgrade as a study).
+    #[serde(skip_serializing_if = "is_packaged")]
+    pub server: Binaries,
     pub storage: Storage,
     /// A server's write-ahead log (PostgreSQL's WAL, MariaDB's redo log) on storage of its
     /// own, under the same file-system layers as the data (as BitLocker covered both volumes).
@@ -76,6 +80,10 @@ fn yes() -> bool {
     true
 }
 
+fn is_packaged(b: &Binaries) -> bool {
+    *b == Binaries::Packaged
+}
+
 /// What a report says about a variant (never the key itself).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct VariantInfo {
@@ -98,6 +106,8 @@ pub struct VariantInfo {
 
 /// A variant set up and ready for runs. Dropping it tears it down.
 pub struct Prepared {
+    /// The managed server's binaries.
+    pub binaries: Binaries,
     /// Where the database files live.
     pub data_dir: PathBuf,
     /// Where a server's write-ahead log lives, when it has storage of its own.
@@ -196,6 +206,7 @@ impl Prepared {
 
     fn empty() -> Self {
         Self {
+            binaries: Binaries::Packaged,
             backing: vec![],
             data_dir: PathBuf::new(),
             log_dir: None,
@@ -291,6 +302,7 @@ impl VariantConfig {
             }
             _ => {}
         }
+        self.check_server(engine, None)?;
         if self.log_storage.is_some() && engine == Engine::Sqlite {
             bail!(
                 "variant '{}': log_storage applies to the postgres and mariadb engines (SQLite keeps its WAL \
@@ -318,9 +330,26 @@ impl VariantConfig {
         }
     }
 
+    /// Checks that the variant's server binaries are there, for a managed server (of
+    /// `nodes` Galera nodes, when given).
+    pub fn check_server(&self, engine: Engine, nodes: Option<usize>) -> Result<()> {
+        let at = || format!("variant '{}': server", self.name);
+        match (engine, &self.server) {
+            (_, Binaries::Packaged) => Ok(()),
+            (Engine::Sqlite, _) => bail!(
+                "{}: server binaries apply to the postgres and mariadb engines (SQLite is compiled into dbvs)",
+                at()
+            ),
+            _ if nodes.is_some() => bail!("{}: a Galera cluster runs the packaged MariaDB; drop server or nodes", at()),
+            (Engine::Postgres, b) => crate::targets::managed_pg::bin_dir(b).map(drop).with_context(at),
+            (Engine::Mariadb, b) => crate::targets::managed_maria::check_binaries(b).with_context(at),
+        }
+    }
+
     /// Sets the stack up inside `dir`, an empty directory dbvs owns, bottom layer first.
     pub fn setup(&self, dir: &Path) -> Result<Prepared> {
         let mut p = Prepared::empty();
+        p.binaries = self.server.clone();
         let mut lease = Lease::new(&format!("variant '{}' in {}", self.name, dir.display()))?;
         let result = self.build(dir, &mut lease, &mut p);
         // Whatever was set up before a failure is undone with the lease.

@@ -3,6 +3,7 @@
 //! ```toml
 //! [[variants]]
 //! name = "fscrypt on one core"
+//! server = { version = "16" }       # a server's binaries: packaged (default), { prefix = "/opt/pg" }
 //! storage = "ext4-image"            # host (default), ext4-image, tmpfs, { path = "/mnt/ssd" }
 //! encryption = "fscrypt"            # or { layer = "fscrypt", key_bits = 128, key = { command = "..." } }
 //! log_storage = "ext4-image"        # a server's WAL / redo log on its own volume (same layers above)
@@ -16,6 +17,7 @@
 
 use super::storage::Storage;
 use super::{fscrypt, gocryptfs, limits, mariadb_tde, sqlcipher, VariantConfig};
+use crate::targets::Binaries;
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -104,6 +106,7 @@ enum Kind {
 #[serde(deny_unknown_fields)]
 struct Keys {
     name: String,
+    server: Option<Binaries>,
     storage: Option<Value>,
     log_storage: Option<Value>,
     encryption: Option<Value>,
@@ -136,8 +139,9 @@ fn settings_text(settings: Map<String, Value>) -> Result<std::collections::BTree
 
 /// The keys every entry takes, beside a shorthand `kind`'s own (serde's message for an
 /// unknown key beside a `kind` lists only the kind's, so a "did you mean" looks here too).
-pub const STACK_KEYS: [&str; 10] = [
+pub const STACK_KEYS: [&str; 11] = [
     "name",
+    "server",
     "storage",
     "log_storage",
     "encryption",
@@ -178,6 +182,7 @@ impl VariantConfig {
         let keys: Keys = serde_json::from_value(Value::Object(entry)).map_err(|e| anyhow::anyhow!("{e}"))?;
         let mut v = VariantConfig {
             name: keys.name,
+            server: keys.server.unwrap_or_default(),
             storage: keys.storage.map(|s| serde_json::from_value(named(s, "on"))).transpose()?.unwrap_or_default(),
             log_storage: keys.log_storage.map(|s| serde_json::from_value(named(s, "on"))).transpose()?,
             encryption: keys.encryption.map(|e| serde_json::from_value(named(e, "layer"))).transpose()?,
@@ -299,7 +304,13 @@ impl VariantConfig {
             true => "the engine's defaults".to_string(),
             false => self.settings.iter().map(|(k, v)| format!("{k} = {v}")).collect::<Vec<_>>().join(", "),
         };
+        let server = match &self.server {
+            Binaries::Packaged => "packaged".to_string(),
+            Binaries::Version(v) => format!("version {v}"),
+            Binaries::Prefix(p) => format!("installed in {}", p.display()),
+        };
         let rows = [
+            ("server binaries", same(&server)),
             ("storage", same(&self.storage.describe())),
             ("log storage", same(&log)),
             ("FUSE", (fuse.to_string(), if fuse == "none" { "none" } else { "fuse" }.to_string())),

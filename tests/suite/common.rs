@@ -126,9 +126,10 @@ pub fn scrape_until(port: u16, needle: &str, child: &mut std::process::Child) ->
 /// never beside a turn.
 ///
 /// Shares go first: a turn waits until no share runs, and a share never waits for a turn that
-/// is only waiting. So the shares run beside each other, on every test thread, and the
-/// turns one by one after them. (std's RwLock does the opposite: a waiting writer holds back
-/// every new reader, and the shares seldom overlapped.)
+/// is only waiting. So the shares run beside each other, up to [`SHARES_AT_ONCE`], and the
+/// turns one by one between them. (std's RwLock does the opposite: a waiting writer holds back
+/// every new reader, and the shares seldom overlapped.) `scripts/test` runs twice as many test
+/// threads as shares at once: a thread holding a turn that waits is not one the shares lack.
 static TURNS: Turns =
     Turns { state: std::sync::Mutex::new(State { shares: 0, turn: false }), changed: std::sync::Condvar::new() };
 
@@ -171,8 +172,12 @@ pub fn turn() -> Held {
     Held { alone: true }
 }
 
+/// Three shares keep this two-core machine busy while their servers start and their runs
+/// wait, and leave each server the CPU to start within its timeout.
+const SHARES_AT_ONCE: usize = 3;
+
 pub fn share() -> Held {
-    TURNS.wait_until(|s| !s.turn).shares += 1;
+    TURNS.wait_until(|s| !s.turn && s.shares < SHARES_AT_ONCE).shares += 1;
     Held { alone: false }
 }
 
@@ -180,6 +185,23 @@ pub fn write_study(dir: &Path, body: &str) -> String {
     let p = dir.join("study.toml");
     std::fs::write(&p, body).unwrap();
     p.to_str().unwrap().to_string()
+}
+
+/// The run records of `variant` in a study's output: `runs/blockNN-A+B-WORKLOAD.json` holds
+/// an interleaved run's records in the order its name gives the variants.
+pub fn records(out: &Path, variant: &str) -> Vec<serde_json::Value> {
+    let runs = out.join("runs");
+    let mut mine = vec![];
+    for f in files_in(&runs).iter().filter(|f| f.starts_with("block") && !f.ends_with(".spec.json")) {
+        let names: Vec<&str> = f.split('-').nth(1).unwrap().split('+').collect();
+        let Some(i) = names.iter().position(|n| *n == variant) else { continue };
+        let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(runs.join(f)).unwrap()).unwrap();
+        mine.push(match record {
+            serde_json::Value::Array(mut all) => all.remove(i),
+            one => one,
+        });
+    }
+    mine
 }
 
 pub fn report(out: &Path) -> serde_json::Value {

@@ -6,7 +6,7 @@
 use crate::common::*;
 use dbvs::targets::managed_maria::ManagedMaria;
 use dbvs::targets::managed_pg::ManagedPg;
-use dbvs::targets::{sql, Engine, TargetOptions};
+use dbvs::targets::{sql, Binaries, Engine, TargetOptions};
 use serde_json::Value;
 
 /// A database server (or SQLite directory) of one engine that the test owns.
@@ -29,8 +29,12 @@ impl Place {
         let (data, log) = (dir.path().join("server"), dir.path().join("log"));
         let server = match engine {
             Engine::Sqlite => Server::Sqlite,
-            Engine::Postgres => Server::Postgres(ManagedPg::start(None, &data, Some(&log), &[], &[]).unwrap()),
-            Engine::Mariadb => Server::Mariadb(ManagedMaria::start(&data, Some(&log), &[], &[]).unwrap()),
+            Engine::Postgres => {
+                Server::Postgres(ManagedPg::start(&Binaries::Packaged, &data, Some(&log), &[], &[]).unwrap())
+            }
+            Engine::Mariadb => {
+                Server::Mariadb(ManagedMaria::start(&Binaries::Packaged, &data, Some(&log), &[], &[]).unwrap())
+            }
         };
         Self { dir, server }
     }
@@ -269,17 +273,17 @@ macro_rules! per_engine {
         mod $workload {
             #[test]
             fn sqlite() {
-                let _turn = crate::common::share();
+                let _share = crate::common::share();
                 super::$workload(dbvs::targets::Engine::Sqlite)
             }
             #[test]
             fn postgres() {
-                let _turn = crate::common::share();
+                let _share = crate::common::share();
                 super::$workload(dbvs::targets::Engine::Postgres)
             }
             #[test]
             fn mariadb() {
-                let _turn = crate::common::share();
+                let _share = crate::common::share();
                 super::$workload(dbvs::targets::Engine::Mariadb)
             }
         }

@@ -5,6 +5,7 @@
 mod common;
 
 mod bignw;
+mod binaries;
 mod capacity;
 mod cipher;
 mod cli;

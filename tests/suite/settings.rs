@@ -3,7 +3,6 @@
 //! read back into every run record, as the variant's one difference from the baseline.
 
 use crate::common::*;
-use serde_json::Value;
 
 /// A two-variant study on `engine`: the engine's defaults, and `name = value`.
 fn study_file(engine: &str, name: &str, value: &str) -> String {
@@ -12,23 +11,6 @@ fn study_file(engine: &str, name: &str, value: &str) -> String {
          [[variants]]\nname = \"defaults\"\nkind = \"plain\"\n\
          [[variants]]\nname = \"tuned\"\nkind = \"plain\"\nsettings = {{ {name} = \"{value}\" }}\n"
     )
-}
-
-/// The run records of `variant` in a study's output: `runs/blockNN-A+B-WORKLOAD.json` holds
-/// an interleaved run's records in the order its name gives the variants.
-fn records(out: &std::path::Path, variant: &str) -> Vec<Value> {
-    let runs = out.join("runs");
-    let mut mine = vec![];
-    for f in files_in(&runs).iter().filter(|f| f.starts_with("block") && !f.ends_with(".spec.json")) {
-        let names: Vec<&str> = f.split('-').nth(1).unwrap().split('+').collect();
-        let Some(i) = names.iter().position(|n| *n == variant) else { continue };
-        let record: Value = serde_json::from_str(&std::fs::read_to_string(runs.join(f)).unwrap()).unwrap();
-        mine.push(match record {
-            Value::Array(mut all) => all.remove(i),
-            one => one,
-        });
-    }
-    mine
 }
 
 fn a_variant_s_setting_is_in_force_and_a_misspelt_one_is_refused(engine: &str, set: (&str, &str, &str), typo: &str) {

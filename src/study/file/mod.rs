@@ -64,6 +64,14 @@ pub struct StudyFile {
     /// study lacks it (see `study::controls`).
     #[serde(default = "yes")]
     pub controls: bool,
+    /// The variants are the steps of an upgrade ladder (see [`super::ladder`]): each takes
+    /// the previous step's keys and changes what it names; each is compared with the one
+    /// before it too.
+    #[serde(default)]
+    pub ladder: bool,
+    /// A ladder's steps, in order (the study file's variants, without the controls added).
+    #[serde(skip)]
+    pub steps: Vec<String>,
     /// What the study should say before it starts (verdicts that mix in other layers).
     #[serde(skip)]
     pub warnings: Vec<String>,
@@ -212,6 +220,9 @@ impl StudyFile {
         }
         file.workloads = file.workloads.into_iter().flat_map(WorkloadConfig::split).collect();
         let places = Places::of(text);
+        if file.ladder {
+            super::ladder::climb(&mut file, text, &places).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
+        }
         file.check(&places).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
         file.warnings =
             super::controls::resolve(&mut file.variants, file.controls).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
@@ -307,6 +318,8 @@ impl StudyFile {
         for (i, v) in self.variants.iter().enumerate() {
             let at = |needle: &str| places.line(places.variants.get(i), needle);
             v.validate().map_err(|e| anyhow::anyhow!("{}{e}", at(&format!("\"{}\"", v.name))))?;
+            v.check_server(self.target.engine, self.target.nodes)
+                .map_err(|e| anyhow::anyhow!("{}{e:#}", at("server")))?;
             if self.variants[..i].iter().any(|w| w.name == v.name) {
                 bail!(
                     "{}variant name '{}' is used twice; names must be unique",
@@ -332,17 +345,19 @@ impl StudyFile {
 }
 
 impl StudyFile {
-    /// The study's and each variant's engine settings, by the engine's own list of names.
+    /// The study's and each variant's engine settings, by the engine's own list of names:
+    /// the list of the binaries each variant runs, since the study's apply to every one.
     fn check_settings(&self, places: &Places) -> Result<()> {
         use crate::targets::settings::{check_names, check_text};
         let engine = self.target.engine;
-        let study = (None, &self.target.settings, "[target] settings");
-        let variants = self.variants.iter().enumerate().map(|(i, v)| (places.variants.get(i), &v.settings, "settings"));
-        for (entry, settings, what) in std::iter::once(study).chain(variants) {
-            for (name, value) in settings {
-                check_text(engine, name, value)
-                    .and_then(|_| check_names(engine, [name.as_str()]))
-                    .map_err(|e| anyhow::anyhow!("{}{what}: {e}", places.line(entry, name)))?;
+        for (i, v) in self.variants.iter().enumerate() {
+            let study = (None, &self.target.settings, "[target] settings");
+            for (entry, settings, what) in [study, (places.variants.get(i), &v.settings, "settings")] {
+                for (name, value) in settings {
+                    check_text(engine, name, value)
+                        .and_then(|_| check_names(engine, &v.server, [name.as_str()]))
+                        .map_err(|e| anyhow::anyhow!("{}{what}: {e}", places.line(entry, name)))?;
+                }
             }
         }
         Ok(())
