@@ -58,6 +58,10 @@ pub fn lines(r: &StudyReport) -> Vec<String> {
             for p in headline_pairs.iter().filter(|p| p.variant == *name) {
                 line += &clause(&format!("Against {}", p.against.as_deref().unwrap_or_default()), p);
             }
+            if v.info.differs_from_baseline.iter().any(|l| l == "engine") {
+                line += ". Another engine differs in more than one thing (storage engine, defaults, planner, the SQL \
+                         sent): this compares the two as configured, not one feature";
+            }
             line
         })
         .chain(regime)

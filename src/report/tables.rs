@@ -106,11 +106,16 @@ pub fn verdicts(r: &StudyReport) -> Table {
 /// Each variant's stack, bottom up, with the layers that differ from the baseline's marked
 /// (`*`) and the control each is also measured against.
 pub fn stacks(r: &StudyReport) -> Table {
-    let layers: Vec<String> = r
-        .variants
-        .iter()
-        .find(|v| !v.info.stack.is_empty())
-        .map_or(vec![], |v| v.info.stack.iter().map(|(layer, _)| layer.clone()).collect());
+    // Every variant's layers, in stack order: the engine and server binaries are rows only
+    // of the variants that name them.
+    let mut layers: Vec<String> = vec![];
+    for v in &r.variants {
+        for (i, (layer, _)) in v.info.stack.iter().enumerate() {
+            if !layers.contains(layer) {
+                layers.insert(i.min(layers.len()), layer.clone());
+            }
+        }
+    }
     let rows = r
         .variants
         .iter()
@@ -118,7 +123,7 @@ pub fn stacks(r: &StudyReport) -> Table {
             let i = &v.info;
             let mut row = vec![i.name.clone()];
             row.extend(layers.iter().map(|layer| {
-                let shown = i.stack.iter().find(|(l, _)| l == layer).map_or("", |(_, s)| s.as_str());
+                let shown = i.stack.iter().find(|(l, _)| l == layer).map_or("the study's", |(_, s)| s.as_str());
                 match i.differs_from_baseline.contains(layer) {
                     true => format!("{shown} *"),
                     false => shown.to_string(),

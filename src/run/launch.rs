@@ -56,9 +56,11 @@ pub fn db_file(w: &WorkloadConfig) -> Result<String> {
 
 /// Sets variant `v` up in `dir` and builds its pristine database for each of `workloads`.
 pub fn prepare(ctx: &Context, v: &VariantConfig, dir: &Path, workloads: &[WorkloadConfig]) -> Result<Prepared> {
-    v.preflight(ctx.target.engine)?;
+    let engine = v.engine.unwrap_or(ctx.target.engine);
+    v.preflight(engine)?;
     std::fs::create_dir_all(dir)?;
-    let p = v.setup(dir)?;
+    let mut p = v.setup(dir)?;
+    p.engine = engine;
     let mut built = std::collections::BTreeSet::new();
     for w in workloads {
         // Workloads sharing a database (tpcc and batch; bignw's benchmarks) build it once.
@@ -96,7 +98,7 @@ impl WorkDir {
 /// workload (fileio) works in a directory of the variant's storage.
 fn db_spec(ctx: &Context, p: &Prepared, w: &WorkloadConfig) -> Result<DbSpec> {
     let server_dir = Some(p.data_dir.join("server"));
-    let (target, data_dir) = match ctx.target.engine {
+    let (target, data_dir) = match p.engine {
         _ if standalone(w) => (None, Some(p.data_dir.join(STANDALONE_DIR))),
         Engine::Postgres => (Some(TargetSpec::ManagedPostgres(p.binaries.clone())), server_dir),
         Engine::Mariadb => match ctx.target.nodes {
@@ -105,17 +107,15 @@ fn db_spec(ctx: &Context, p: &Prepared, w: &WorkloadConfig) -> Result<DbSpec> {
         },
         Engine::Sqlite => (Some(TargetSpec::Sqlite(p.data_dir.join(db_file(w)?))), None),
     };
-    // The study's settings, then the variant's layers', then the variant's own: the last
-    // of a name wins. A server takes them as settings, SQLite as pragmas.
-    let settings: Vec<(String, String)> = ctx
-        .target
-        .settings
-        .iter()
+    // The study's settings (for its engine's variants), then the variant's layers', then the
+    // variant's own: the last of a name wins. A server takes them as settings, SQLite as pragmas.
+    let study = ctx.target.settings.iter().filter(|_| p.engine == ctx.target.engine);
+    let settings: Vec<(String, String)> = study
         .map(|(k, v)| (k.clone(), v.clone()))
         .chain(p.server_settings.iter().cloned())
         .chain(p.engine_settings.iter().cloned())
         .collect();
-    let (server_settings, pragmas) = match ctx.target.engine {
+    let (server_settings, pragmas) = match p.engine {
         _ if standalone(w) => (vec![], vec![]),
         Engine::Sqlite => (vec![], settings),
         Engine::Postgres | Engine::Mariadb => (settings, vec![]),
@@ -127,7 +127,7 @@ fn db_spec(ctx: &Context, p: &Prepared, w: &WorkloadConfig) -> Result<DbSpec> {
         key_kind: p.key.as_ref().map(|(_, k)| *k).unwrap_or_default(),
         cipher_pragmas: p.cipher_pragmas.clone(),
         password_file: None,
-        log_dir: match ctx.target.engine {
+        log_dir: match p.engine {
             Engine::Postgres | Engine::Mariadb if !standalone(w) => p.log_dir.as_ref().map(|d| d.join("server")),
             _ => None,
         },
@@ -315,12 +315,12 @@ impl RunCommand {
         let json = ctx.out.join("runs").join(format!("{name}.json"));
         let (log_path, log) = log_file(ctx, &format!("{name}.log"))?;
         let mut cmd = Command::new(ctx.exe);
-        // Limits apply where the work runs: the run process for SQLite and standalone
-        // workloads, else the server.
-        let in_process = ctx.target.engine == Engine::Sqlite || standalone(w);
-        let scope = if in_process { LimitScope::Process } else { LimitScope::Server };
         let mut all = Vec::new();
         for (_, p) in sides {
+            // Limits apply where the work runs: the run process for SQLite and standalone
+            // workloads, else the server.
+            let in_process = p.engine == Engine::Sqlite || standalone(w);
+            let scope = if in_process { LimitScope::Process } else { LimitScope::Server };
             let mut db = db_spec(ctx, p, w)?;
             db.workload.keep_backup = keep_for_scan;
             if !p.cgroups.is_empty() {
@@ -333,7 +333,7 @@ impl RunCommand {
             let keep_db = match standalone(w) {
                 // What it wrote stays where it is, in the directory the scan reads.
                 true => keep_for_scan.then(|| p.data_dir.join(STANDALONE_DIR).display().to_string()),
-                false => scan_copy(ctx, p, keep_for_scan),
+                false => scan_copy(p, keep_for_scan),
             };
             all.push(Side { db, keep_db });
         }
@@ -352,8 +352,8 @@ impl RunCommand {
 /// Where a run keeps its database for the canary scan: SQLite's run copy is kept so the
 /// scan also sees what a run wrote (a server's data directory already holds the pristine
 /// database, its logs and WAL).
-fn scan_copy(ctx: &Context, p: &Prepared, keep_for_scan: bool) -> Option<String> {
-    (keep_for_scan && ctx.target.engine == Engine::Sqlite).then(|| p.data_dir.join(SCAN_COPY).display().to_string())
+fn scan_copy(p: &Prepared, keep_for_scan: bool) -> Option<String> {
+    (keep_for_scan && p.engine == Engine::Sqlite).then(|| p.data_dir.join(SCAN_COPY).display().to_string())
 }
 
 /// Whether a variant can share a run process with others: it needs no environment of its

@@ -62,7 +62,8 @@ pub fn steps(text: &str, key: &str, at: impl Fn(usize) -> String) -> Result<Vec<
 pub fn changes(steps: &[&VariantConfig]) -> Vec<(String, Vec<String>)> {
     let changed = |before: &VariantConfig, step: &VariantConfig| -> Vec<String> {
         let layers = step.layers();
-        let shown = |layer: &str| layers.iter().find(|(l, _)| *l == layer).map_or(String::new(), |(_, s)| s.clone());
+        let shown =
+            |layer: &str| layers.iter().find(|(l, _)| *l == layer).map_or("the study's".into(), |(_, s)| s.clone());
         step.differences(before).into_iter().map(|layer| format!("{layer}: {}", shown(layer))).collect()
     };
     steps.windows(2).map(|p| (p[1].name.clone(), changed(p[0], p[1]))).collect()
@@ -92,7 +93,7 @@ mod tests {
         let last = &f.variants[3];
         assert!(matches!(last.storage, crate::variants::Storage::Tmpfs { .. }), "inherited: {:?}", last.storage);
         assert_eq!(last.settings.len(), 2, "settings add up: {:?}", last.settings);
-        assert!(f.variants[2].limits.is_some() && last.limits.as_ref().is_none_or(|l| l.describe().is_empty()));
+        assert!(f.variants[2].limits.is_some() && last.limits.is_none(), "lifted by limits = {{}}");
         let pairs: Vec<(&str, &str)> = f.compare.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
         assert_eq!(pairs, [("+ normal sync", "+ tmpfs"), ("+ whole machine", "+ normal sync")]);
         let steps: Vec<&VariantConfig> = f.variants.iter().collect();

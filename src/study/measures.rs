@@ -10,9 +10,10 @@ use anyhow::Result;
 use std::collections::BTreeMap;
 
 /// What a study measures beside the workloads.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct Setting {
-    pub engine: Engine,
+    /// The engines the variants run (more than one when variants name their own).
+    pub engines: Vec<Engine>,
     /// The variants' runs of this workload have the machine to themselves (not interleaved).
     pub alone: bool,
     /// The study reads a power source.
@@ -26,12 +27,18 @@ pub struct Setting {
 pub fn of(w: &WorkloadConfig, seed: u64, setting: Setting) -> Result<Vec<Measure>> {
     let kind = w.args(seed).kind()?;
     let limited = w.memory.is_some();
-    // A study's PostgreSQL and MariaDB are servers dbvs manages.
-    let server = setting.engine != Engine::Sqlite;
-    let own = kind
-        .as_driven()
-        .map(|d| crate::run::cost_measures(setting.engine, d, None, server, limited))
-        .unwrap_or_default();
+    // A study's PostgreSQL and MariaDB are servers dbvs manages. Engine against engine, only
+    // what every engine gives is compared: SQLite's CPU is its workers' (the driver's own
+    // work in it), a server's is the server's, and one is no measure of the other.
+    let own_of = |engine: Engine| {
+        let server = engine != Engine::Sqlite;
+        kind.as_driven().map(|d| crate::run::cost_measures(engine, d, None, server, limited)).unwrap_or_default()
+    };
+    let mut own = setting.engines.first().map(|&e| own_of(e)).unwrap_or_default();
+    for &engine in setting.engines.iter().skip(1) {
+        let theirs = own_of(engine);
+        own.retain(|m| theirs.iter().any(|t| t.name == m.name));
+    }
     // Throughput workloads only: a suite's short timed units may end between two samples.
     let machine = match kind.as_driven().is_some_and(|d| d.supports_instances()) && setting.alone {
         true => crate::telemetry::Telemetry::measures(None, setting.power),
@@ -155,14 +162,14 @@ mod tests {
     }
 
     fn interleaved(engine: Engine) -> Setting {
-        Setting { engine, alone: false, power: false }
+        Setting { engines: vec![engine], alone: false, power: false }
     }
 
     #[test]
     fn runs_alone_also_compare_the_machines_cpu_and_with_a_power_source_its_power() {
         let w: WorkloadConfig = toml::from_str("name = 'tpcb'").unwrap();
         let names = |alone, power| {
-            of(&w, 1, Setting { engine: Engine::Postgres, alone, power })
+            of(&w, 1, Setting { engines: vec![Engine::Postgres], alone, power })
                 .unwrap()
                 .into_iter()
                 .map(|m| m.name)
@@ -174,7 +181,7 @@ mod tests {
         assert_eq!(names(true, false), [&costs[..], &cpu].concat());
         assert_eq!(names(true, true), [&costs[..], &cpu, &["power", "work per watt"]].concat());
         let bignw: WorkloadConfig = toml::from_str("name = 'bignw'\nbenchmarks = [1]").unwrap();
-        let alone = Setting { engine: Engine::Sqlite, alone: true, power: true };
+        let alone = Setting { engines: vec![Engine::Sqlite], alone: true, power: true };
         let b1 = of(&bignw.split().remove(0), 1, alone).unwrap();
         assert_eq!(b1.len(), 1, "a suite's short units are not sampled: {b1:?}");
     }
@@ -201,6 +208,13 @@ mod tests {
         let names = |e| of(&w, 1, interleaved(e)).unwrap().into_iter().map(|m| m.name).collect::<Vec<_>>();
         assert_eq!(names(Engine::Sqlite), ["OPM", "in-process CPU per unit", "storage KB written per unit"]);
         assert_eq!(names(Engine::Mariadb), ["OPM", "server CPU per unit", "storage KB written per unit"]);
+        // Engine against engine: what both give.
+        let engines = |engines: Vec<Engine>| {
+            let m = of(&w, 1, Setting { engines, alone: false, power: false }).unwrap();
+            m.into_iter().map(|m| m.name).collect::<Vec<_>>()
+        };
+        assert_eq!(engines(vec![Engine::Sqlite, Engine::Postgres]), ["OPM", "storage KB written per unit"]);
+        assert_eq!(engines(vec![Engine::Postgres, Engine::Mariadb]), names(Engine::Postgres));
         let batch: WorkloadConfig = toml::from_str("name = 'batch'").unwrap();
         assert_eq!(
             of(&batch, 1, interleaved(Engine::Sqlite)).unwrap().len(),

@@ -403,7 +403,7 @@ fn progress(
 /// What the study measures of `w` beside its own measures.
 fn setting(study: &StudyFile, design: &report::Design) -> measures::Setting {
     measures::Setting {
-        engine: study.target.engine,
+        engines: study.engines(),
         alone: design.slice.is_none(),
         power: study
             .power

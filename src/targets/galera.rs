@@ -56,48 +56,19 @@ impl Galera {
             std::fs::create_dir_all(dir).with_context(|| format!("cannot create gcache.dir {}", dir.display()))?;
             super::managed_maria::give_to_server(dir)?;
         }
+        let plan = Plan { data: &data, provider, cache_dir: cache_dir.as_deref(), settings, cgroups };
         let mut nodes_started = vec![];
         let mut first_gcomm = String::new();
         for i in 0..nodes {
-            let (gcomm, ist, sst) = (free_port()?, free_port()?, free_port()?);
-            let dir = data.join(format!("node{}", i + 1));
-            let address = match i {
-                0 => {
-                    first_gcomm = format!("127.0.0.1:{gcomm}");
-                    bootstrappable(&dir)?;
-                    "gcomm://".to_string()
+            let node = match plan.node(i, &mut first_gcomm, &mut caches) {
+                // A joiner's state transfer can fail on a busy machine (or lose its port to
+                // another process between choosing and binding it): once more, on new ports.
+                Err(e) if i > 0 => {
+                    eprintln!("Galera node {} did not join ({e:#}); starting it once more", i + 1);
+                    plan.node(i, &mut first_gcomm, &mut caches)?
                 }
-                _ => format!("gcomm://{first_gcomm}"),
+                started => started?,
             };
-            let mut node_settings: Vec<(String, String)> = [
-                ("wsrep_on", "ON".to_string()),
-                ("wsrep_provider", provider.to_string()),
-                ("wsrep_cluster_address", address),
-                ("wsrep_node_address", format!("127.0.0.1:{gcomm}")),
-                (PROVIDER_OPTIONS, format!("gmcast.listen_addr=tcp://127.0.0.1:{gcomm};ist.recv_addr=127.0.0.1:{ist}")),
-                ("wsrep_sst_method", "rsync".into()),
-                ("wsrep_sst_receive_address", format!("127.0.0.1:{sst}")),
-                // Reads wait for the writes the cluster has committed before them, so a
-                // post-run check on any node sees every node's work.
-                ("wsrep_sync_wait", "1".into()),
-                ("binlog_format", "ROW".into()),
-                ("innodb_autoinc_lock_mode", "2".into()),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect();
-            merge_settings(&mut node_settings, settings);
-            if let Some(dir) = &cache_dir {
-                // Nodes that share a cache directory need files of their own, also across
-                // the clusters one process runs at once (an interleaved run's variants): the
-                // node's group port is unique among the nodes running.
-                let name = format!("dbvs-{}-{gcomm}-node{}.cache", std::process::id(), i + 1);
-                caches.push(Step::RemoveFile { path: dir.join(&name) })?;
-                merge_settings(&mut node_settings, &[(PROVIDER_OPTIONS.into(), format!("gcache.name={name}"))]);
-            }
-            let node = ManagedMaria::start(&Binaries::Packaged, &dir, None, &node_settings, cgroups)
-                .with_context(|| format!("Galera node {} did not start", i + 1))?;
-            synced(&node).with_context(|| format!("Galera node {}", i + 1))?;
             nodes_started.push(node);
         }
         Ok(Self { nodes: nodes_started, data, _caches: caches })
@@ -110,6 +81,62 @@ impl Galera {
 
     pub fn version(&self) -> &str {
         &self.nodes[0].version
+    }
+}
+
+/// What every node of a cluster starts with.
+struct Plan<'a> {
+    data: &'a Path,
+    provider: &'a str,
+    cache_dir: Option<&'a Path>,
+    settings: &'a [(String, String)],
+    cgroups: &'a [PathBuf],
+}
+
+impl Plan<'_> {
+    /// Starts node `i` (node 1 bootstraps the cluster at `first_gcomm`, the others join it)
+    /// on ports of its own and waits until it is in step.
+    fn node(&self, i: usize, first_gcomm: &mut String, caches: &mut Lease) -> Result<ManagedMaria> {
+        let (gcomm, ist, sst) = (free_port()?, free_port()?, free_port()?);
+        let dir = self.data.join(format!("node{}", i + 1));
+        let address = match i {
+            0 => {
+                *first_gcomm = format!("127.0.0.1:{gcomm}");
+                bootstrappable(&dir)?;
+                "gcomm://".to_string()
+            }
+            _ => format!("gcomm://{first_gcomm}"),
+        };
+        let mut node_settings: Vec<(String, String)> = [
+            ("wsrep_on", "ON".to_string()),
+            ("wsrep_provider", self.provider.to_string()),
+            ("wsrep_cluster_address", address),
+            ("wsrep_node_address", format!("127.0.0.1:{gcomm}")),
+            (PROVIDER_OPTIONS, format!("gmcast.listen_addr=tcp://127.0.0.1:{gcomm};ist.recv_addr=127.0.0.1:{ist}")),
+            ("wsrep_sst_method", "rsync".into()),
+            ("wsrep_sst_receive_address", format!("127.0.0.1:{sst}")),
+            // Reads wait for the writes the cluster has committed before them, so a
+            // post-run check on any node sees every node's work.
+            ("wsrep_sync_wait", "1".into()),
+            ("binlog_format", "ROW".into()),
+            ("innodb_autoinc_lock_mode", "2".into()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        merge_settings(&mut node_settings, self.settings);
+        if let Some(dir) = self.cache_dir {
+            // Nodes that share a cache directory need files of their own, also across
+            // the clusters one process runs at once (an interleaved run's variants): the
+            // node's group port is unique among the nodes running.
+            let name = format!("dbvs-{}-{gcomm}-node{}.cache", std::process::id(), i + 1);
+            caches.push(Step::RemoveFile { path: dir.join(&name) })?;
+            merge_settings(&mut node_settings, &[(PROVIDER_OPTIONS.into(), format!("gcache.name={name}"))]);
+        }
+        let node = ManagedMaria::start(&Binaries::Packaged, &dir, None, &node_settings, self.cgroups)
+            .with_context(|| format!("Galera node {} did not start", i + 1))?;
+        synced(&node).with_context(|| format!("Galera node {}", i + 1))?;
+        Ok(node)
     }
 }
 

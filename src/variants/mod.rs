@@ -38,6 +38,10 @@ pub const GODEBUG_NO_AESNI: &str = "cpu.aes=off,cpu.pclmulqdq=off";
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct VariantConfig {
     pub name: String,
+    /// The engine this variant runs when it is not the study's (engine against engine);
+    /// a study whose variants name engines fills it in for every variant.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine: Option<Engine>,
     /// A managed server's binaries: another installed version, or an installation of the
     /// user's (a version upgrade as a study).
     #[serde(skip_serializing_if = "is_packaged")]
@@ -106,6 +110,8 @@ pub struct VariantInfo {
 
 /// A variant set up and ready for runs. Dropping it tears it down.
 pub struct Prepared {
+    /// The engine the variant runs.
+    pub engine: Engine,
     /// The managed server's binaries.
     pub binaries: Binaries,
     /// Where the database files live.
@@ -206,6 +212,7 @@ impl Prepared {
 
     fn empty() -> Self {
         Self {
+            engine: Engine::default(),
             binaries: Binaries::Packaged,
             backing: vec![],
             data_dir: PathBuf::new(),

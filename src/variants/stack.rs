@@ -106,6 +106,7 @@ enum Kind {
 #[serde(deny_unknown_fields)]
 struct Keys {
     name: String,
+    engine: Option<crate::targets::Engine>,
     server: Option<Binaries>,
     storage: Option<Value>,
     log_storage: Option<Value>,
@@ -139,8 +140,9 @@ fn settings_text(settings: Map<String, Value>) -> Result<std::collections::BTree
 
 /// The keys every entry takes, beside a shorthand `kind`'s own (serde's message for an
 /// unknown key beside a `kind` lists only the kind's, so a "did you mean" looks here too).
-pub const STACK_KEYS: [&str; 11] = [
+pub const STACK_KEYS: [&str; 12] = [
     "name",
+    "engine",
     "server",
     "storage",
     "log_storage",
@@ -182,12 +184,14 @@ impl VariantConfig {
         let keys: Keys = serde_json::from_value(Value::Object(entry)).map_err(|e| anyhow::anyhow!("{e}"))?;
         let mut v = VariantConfig {
             name: keys.name,
+            engine: keys.engine,
             server: keys.server.unwrap_or_default(),
             storage: keys.storage.map(|s| serde_json::from_value(named(s, "on"))).transpose()?.unwrap_or_default(),
             log_storage: keys.log_storage.map(|s| serde_json::from_value(named(s, "on"))).transpose()?,
             encryption: keys.encryption.map(|e| serde_json::from_value(named(e, "layer"))).transpose()?,
             fuse_passthrough: keys.fuse_passthrough,
-            limits: keys.limits,
+            // `limits = {}` is no limits (how a ladder's step lifts the step before's).
+            limits: keys.limits.filter(|l| !l.describe().is_empty() || l.data_path.is_some()),
             aesni: keys.aesni.unwrap_or(true),
             delay: keys.delay.as_deref().map(|d| injected(d, "delay")).transpose()?,
             control: keys.control,
@@ -305,12 +309,15 @@ impl VariantConfig {
             false => self.settings.iter().map(|(k, v)| format!("{k} = {v}")).collect::<Vec<_>>().join(", "),
         };
         let server = match &self.server {
-            Binaries::Packaged => "packaged".to_string(),
-            Binaries::Version(v) => format!("version {v}"),
-            Binaries::Prefix(p) => format!("installed in {}", p.display()),
+            Binaries::Packaged => None,
+            Binaries::Version(v) => Some(format!("version {v}")),
+            Binaries::Prefix(p) => Some(format!("installed in {}", p.display())),
         };
+        // The engine and the server binaries are rows only where a variant names them: a
+        // stack without the row has the study's (see `differences`).
+        let engine = self.engine.map(|e| ("engine", same(&e.to_string())));
+        let server = server.map(|s| ("server binaries", same(&s)));
         let rows = [
-            ("server binaries", same(&server)),
             ("storage", same(&self.storage.describe())),
             ("log storage", same(&log)),
             ("FUSE", (fuse.to_string(), if fuse == "none" { "none" } else { "fuse" }.to_string())),
@@ -320,13 +327,24 @@ impl VariantConfig {
             ("injected delay", same(&self.delay.map_or("none".into(), |d| d.to_string()))),
             ("engine settings", same(&settings)),
         ];
-        rows.into_iter().map(|(layer, (shown, key))| (layer, shown, key)).collect()
+        let rows = engine.into_iter().chain(server).chain(rows);
+        rows.map(|(layer, (shown, key))| (layer, shown, key)).collect()
     }
 
-    /// The layers in which `self` differs from `other`.
+    /// The layers in which `self` differs from `other`; a layer one of them has no row for
+    /// (the engine, the server binaries) is the study's there.
     pub fn differences(&self, other: &VariantConfig) -> Vec<&'static str> {
-        let theirs = other.layer_keys();
-        self.layer_keys().into_iter().zip(theirs).filter(|(a, b)| a.2 != b.2).map(|(a, _)| a.0).collect()
+        let (mine, theirs) = (self.layer_keys(), other.layer_keys());
+        let key = |rows: &[(&'static str, String, String)], layer: &str| {
+            rows.iter().find(|r| r.0 == layer).map(|r| r.2.clone())
+        };
+        let mut layers: Vec<&'static str> = mine.iter().map(|r| r.0).collect();
+        for (i, r) in theirs.iter().enumerate() {
+            if !layers.contains(&r.0) {
+                layers.insert(i.min(layers.len()), r.0);
+            }
+        }
+        layers.into_iter().filter(|l| key(&mine, l) != key(&theirs, l)).collect()
     }
 
     /// The stack that differs from this one in its encryption only: the same storage and

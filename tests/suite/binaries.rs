@@ -59,6 +59,8 @@ fn a_variant_runs_the_server_of_its_own_installation_directory() {
     assert_eq!(differs, &serde_json::json!(["server binaries", "engine settings"]), "{info}");
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains(&format!("installed in {}", prefix.display())), "the stacks table: {md}");
+    let stacks = md.lines().find(|l| l.starts_with("| packaged |")).unwrap_or_else(|| panic!("{md}"));
+    assert!(stacks.starts_with("| packaged | the study's | host directory"), "the baseline's binaries: {stacks}");
 }
 
 #[test]

@@ -45,33 +45,6 @@ fn bad_input_gets_one_clear_line() {
     assert!(files_in(dir.path()).is_empty(), "failed commands left files: {:?}", files_in(dir.path()));
 }
 
-/// A FIFO given as the key file is refused at once: opening it to read would wait for a
-/// writer, with Ctrl-C unheard.
-#[test]
-fn a_fifo_as_the_key_file_fails_at_once() {
-    let _turn = turn();
-    let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("key");
-    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: mkfifo reads the NUL-terminated path we pass.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-    let t = target(dir.path(), "x.db");
-    let args = ["run", "--target", &t, "--key-file", fifo.to_str().unwrap()];
-    let mut child = command().args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-    let started = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > Duration::from_secs(30) {
-            child.kill().unwrap();
-            panic!("dbvs run hangs on a FIFO key file");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let o = child.wait_with_output().unwrap();
-    let err = stderr(&o);
-    assert!(!o.status.success() && err.trim_end().lines().count() == 1, "{err}");
-    assert!(err.contains(fifo.to_str().unwrap()) && err.contains("a FIFO, not a regular file"), "{err}");
-}
-
 /// A results store that cannot take runs fails the run before it measures, naming the
 /// store and the fix.
 #[test]
@@ -102,52 +75,6 @@ fn a_pristine_database_of_another_size_is_refused() {
     ok(&["build", "--target", &t, "--size", "2MB", "--force"]);
     std::fs::write(dir.path().join("junk.db"), b"not a database at all, just some text.....").unwrap();
     fails_with(&["run", "--target", &target(dir.path(), "junk.db")], "not a SQLite database");
-}
-
-#[test]
-fn ctrl_c_stops_the_run_reports_it_and_leaves_no_stray_files() {
-    let _turn = turn();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let child = command()
-        .args(["run", "--target", &target(dir.path(), "p.db"), "--size", "1MB", "--threads", "2"])
-        .args(["--duration", "120s", "--warmup", "1s", "--json", json.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_secs(4));
-    // SAFETY: sending a signal to our own child process.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    let t = std::time::Instant::now();
-    let out = child.wait_with_output().unwrap();
-    assert!(t.elapsed() < Duration::from_secs(15), "took {:?} to stop", t.elapsed());
-    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
-    assert!(stdout(&out).contains("INTERRUPTED"), "{}", stdout(&out));
-    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(r["status"], "interrupted");
-    assert!(r["elapsed_s"].as_f64().unwrap() > 1.0, "measured time is reported: {}", r["elapsed_s"]);
-    assert!(r["metrics"]["orders"].as_u64().unwrap() > 0);
-    assert!(r["checks"].as_array().unwrap().iter().all(|c| c["ok"] == true), "{}", r["checks"]);
-    assert_eq!(files_in(dir.path()), vec!["p.db", "r.json"]);
-}
-
-#[test]
-fn ctrl_c_during_a_build_leaves_nothing_behind() {
-    let _turn = turn();
-    let dir = tempfile::tempdir().unwrap();
-    let child = command()
-        .args(["build", "--target", &target(dir.path(), "big.db"), "--size", "1GB"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_secs(2));
-    // SAFETY: sending a signal to our own child process.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
-    assert!(stderr(&out).contains("interrupted"));
-    assert!(files_in(dir.path()).is_empty(), "left: {:?}", files_in(dir.path()));
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
@@ -230,21 +157,100 @@ fn help_explains_every_flag() {
     }
 }
 
-#[test]
-fn a_cold_run_drops_the_page_cache_first() {
-    let _turn = turn();
-    let dir = tempfile::tempdir().unwrap();
-    let o = ok(&[
-        "run",
-        "--target",
-        &target(dir.path(), "c.db"),
-        "--size",
-        "1MB",
-        "--duration",
-        "1s",
-        "--warmup",
-        "0",
-        "--cold",
-    ]);
-    assert!(stdout(&o).contains("completed"), "{}", stdout(&o));
+/// The tests that take their turn alone (see `common::turn`): `scripts/test` runs them
+/// one by one after the others.
+mod alone {
+    use super::*;
+
+    /// A FIFO given as the key file is refused at once: opening it to read would wait for a
+    /// writer, with Ctrl-C unheard.
+    #[test]
+    fn a_fifo_as_the_key_file_fails_at_once() {
+        let _turn = turn();
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("key");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo reads the NUL-terminated path we pass.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let t = target(dir.path(), "x.db");
+        let args = ["run", "--target", &t, "--key-file", fifo.to_str().unwrap()];
+        let mut child = command().args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        let started = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > Duration::from_secs(30) {
+                child.kill().unwrap();
+                panic!("dbvs run hangs on a FIFO key file");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let o = child.wait_with_output().unwrap();
+        let err = stderr(&o);
+        assert!(!o.status.success() && err.trim_end().lines().count() == 1, "{err}");
+        assert!(err.contains(fifo.to_str().unwrap()) && err.contains("a FIFO, not a regular file"), "{err}");
+    }
+
+    #[test]
+    fn ctrl_c_stops_the_run_reports_it_and_leaves_no_stray_files() {
+        let _turn = turn();
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("r.json");
+        let child = command()
+            .args(["run", "--target", &target(dir.path(), "p.db"), "--size", "1MB", "--threads", "2"])
+            .args(["--duration", "120s", "--warmup", "1s", "--json", json.to_str().unwrap()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_secs(4));
+        // SAFETY: sending a signal to our own child process.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+        let t = std::time::Instant::now();
+        let out = child.wait_with_output().unwrap();
+        assert!(t.elapsed() < Duration::from_secs(15), "took {:?} to stop", t.elapsed());
+        assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+        assert!(stdout(&out).contains("INTERRUPTED"), "{}", stdout(&out));
+        let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(r["status"], "interrupted");
+        assert!(r["elapsed_s"].as_f64().unwrap() > 1.0, "measured time is reported: {}", r["elapsed_s"]);
+        assert!(r["metrics"]["orders"].as_u64().unwrap() > 0);
+        assert!(r["checks"].as_array().unwrap().iter().all(|c| c["ok"] == true), "{}", r["checks"]);
+        assert_eq!(files_in(dir.path()), vec!["p.db", "r.json"]);
+    }
+
+    #[test]
+    fn ctrl_c_during_a_build_leaves_nothing_behind() {
+        let _turn = turn();
+        let dir = tempfile::tempdir().unwrap();
+        let child = command()
+            .args(["build", "--target", &target(dir.path(), "big.db"), "--size", "1GB"])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_secs(2));
+        // SAFETY: sending a signal to our own child process.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+        assert!(stderr(&out).contains("interrupted"));
+        assert!(files_in(dir.path()).is_empty(), "left: {:?}", files_in(dir.path()));
+    }
+
+    #[test]
+    fn a_cold_run_drops_the_page_cache_first() {
+        let _turn = turn();
+        let dir = tempfile::tempdir().unwrap();
+        let o = ok(&[
+            "run",
+            "--target",
+            &target(dir.path(), "c.db"),
+            "--size",
+            "1MB",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0",
+            "--cold",
+        ]);
+        assert!(stdout(&o).contains("completed"), "{}", stdout(&o));
+    }
 }

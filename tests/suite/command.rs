@@ -177,33 +177,6 @@ fn a_failing_command_fails_the_run_with_its_words_and_bad_options_are_one_line()
     }
 }
 
-#[test]
-fn a_study_compares_variants_by_pgbench_tps() {
-    let _turn = turn();
-    let dir = reachable_tempdir();
-    let study = dir.path().join("pgbench.toml");
-    std::fs::write(
-        &study,
-        format!(
-            "name = \"pgbench-aa\"\nseed = 1\nblocks = {{ min = 2, max = 2 }}\n[target]\nengine = \"postgres\"\n\
-             [workload]\nname = \"command\"\nsetup = '{PGBENCH_SETUP}'\nsize = \"1\"\ncommand = '{PGBENCH}'\n\
-             regex = '{PGBENCH_TPS}'\nmeasure = \"tps\"\nunit = \"tps\"\nthreads = 2\nduration = \"2s\"\n\
-             [[variants]]\nname = \"plain\"\nkind = \"plain\"\n[[variants]]\nname = \"plain-again\"\nkind = \"plain\"\n"
-        ),
-    )
-    .unwrap();
-    let out = dir.path().join("out");
-    ok(&["study", study.to_str().unwrap(), "--out", out.to_str().unwrap()]);
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
-    let tps = report["measures"].as_array().unwrap().iter().find(|m| m["measure"]["name"] == "tps");
-    let tps = tps.unwrap_or_else(|| panic!("{}", report["measures"]));
-    let c = &tps["comparisons"][0];
-    assert!(c["estimate"]["ratio"].as_f64().unwrap() > 0.0, "{c}");
-    assert_eq!(c["variant"], "plain-again", "{c}");
-    assert!(!c["verdict"].is_null(), "{c}");
-    assert!(std::fs::read_to_string(out.join("report.md")).unwrap().contains("tps"));
-}
-
 // A command's processes never outlive dbvs, and a command is bounded in time and memory.
 
 /// dbvs running a command on a SQLite database, killed (SIGKILL) if a test ends early.
@@ -310,66 +283,9 @@ fn as_root() -> bool {
 }
 
 #[test]
-fn a_command_that_ignores_sigterm_is_killed_after_the_grace_period_when_dbvs_is_stopped() {
-    let _turn = turn();
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let pids_file = dir.path().join("pids");
-    let mut run = Running::start(dir.path(), &with_a_child(&pids_file, "trap '' TERM;"), "x", "60s");
-    let pids = run.pids_written(&pids_file, 2);
-    if as_root() {
-        assert!(tree_group(pids[1]).is_some(), "the command runs in a control group of its own");
-    }
-    run.signal(libc::SIGTERM);
-    // The grace period is 5 s; the bound checks that the wait ends, not its speed.
-    run.exits_within(Duration::from_secs(60));
-    assert_eq!(survivors(&pids, Duration::from_secs(10)), Vec::<u32>::new(), "{}", run.stderr());
-    let err = run.stderr();
-    assert!(err.contains("the command outlived SIGTERM by 5 s: killing its processes (SIGKILL)"), "{err}");
-}
-
-#[test]
-fn a_second_sigterm_while_stopping_kills_the_command_at_once() {
-    let _turn = turn();
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let pids_file = dir.path().join("pids");
-    let mut run = Running::start(dir.path(), &with_a_child(&pids_file, "trap '' TERM;"), "x", "60s");
-    let pids = run.pids_written(&pids_file, 2);
-    run.signal(libc::SIGTERM);
-    // Within a second, a second signal is the first one seen twice (a study forwards it).
-    std::thread::sleep(Duration::from_millis(2500));
-    run.signal(libc::SIGTERM);
-    run.exits_within(Duration::from_secs(60));
-    assert_eq!(survivors(&pids, Duration::from_secs(10)), Vec::<u32>::new());
-    let err = run.stderr();
-    assert!(err.contains("asked again: killing the command's processes at once (SIGKILL)"), "{err}");
-    assert!(!err.contains("outlived SIGTERM"), "{err}");
-}
-
-#[test]
-fn a_command_s_children_die_with_dbvs_killed_by_sigkill() {
-    let _turn = turn();
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let pids_file = dir.path().join("pids");
-    let mut run = Running::start(dir.path(), &with_a_child(&pids_file, ""), "x", "60s");
-    let pids = run.pids_written(&pids_file, 2);
-    let group = tree_group(pids[1]);
-    assert_eq!(group.is_some(), as_root(), "as root, the command runs in a control group of its own");
-    run.dbvs.kill().unwrap();
-    run.dbvs.wait().unwrap();
-    // The watchdog kills the group at once; the bound is generous for a loaded machine.
-    assert_eq!(survivors(&pids, Duration::from_secs(10)), Vec::<u32>::new(), "{}", run.stderr());
-    if let Some(group) = group {
-        let until = Instant::now() + Duration::from_secs(10);
-        while group.exists() && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        assert!(!group.exists(), "the watchdog removes {}", group.display());
-    }
-}
-
-#[test]
 fn a_command_running_far_past_the_run_s_duration_fails_the_run_naming_the_overrun() {
-    let _turn = turn();
+    // Thirty seconds of waiting for the bound, on no figure of its own: a share.
+    let _share = share();
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let pids_file = dir.path().join("pids");
     let mut run = Running::start(dir.path(), &with_a_child(&pids_file, ""), "x", "1s");
@@ -385,25 +301,116 @@ fn a_command_running_far_past_the_run_s_duration_fails_the_run_naming_the_overru
     assert!(cause.contains(named) && cause.contains("--duration"), "{cause}");
 }
 
-#[test]
-fn a_command_printing_200_mb_leaves_dbvs_s_memory_small() {
-    let _turn = turn();
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    // After its output, the command idles, so the test reads dbvs's peak after all of it.
-    let script = "yes | head -c 200000000; echo 'tps = 7'; sleep 2";
-    let mut run = Running::start(dir.path(), script, r"tps = (\d+)", "120s");
-    let mut peak_kb = 0;
-    while run.dbvs.try_wait().unwrap().is_none() {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", run.dbvs.id())).unwrap_or_default();
-        let hwm = status.lines().find_map(|l| l.strip_prefix("VmHWM:")?.trim().strip_suffix(" kB")?.parse().ok());
-        peak_kb = hwm.unwrap_or(peak_kb).max(peak_kb);
-        std::thread::sleep(Duration::from_millis(50));
+/// The tests that take their turn alone (see `common::turn`): `scripts/test` runs them
+/// one by one after the others.
+mod alone {
+    use super::*;
+
+    #[test]
+    fn a_study_compares_variants_by_pgbench_tps() {
+        let _turn = turn();
+        let dir = reachable_tempdir();
+        let study = dir.path().join("pgbench.toml");
+        std::fs::write(
+            &study,
+            format!(
+                "name = \"pgbench-aa\"\nseed = 1\nblocks = {{ min = 2, max = 2 }}\n[target]\nengine = \"postgres\"\n\
+                 [workload]\nname = \"command\"\nsetup = '{PGBENCH_SETUP}'\nsize = \"1\"\ncommand = '{PGBENCH}'\n\
+                 regex = '{PGBENCH_TPS}'\nmeasure = \"tps\"\nunit = \"tps\"\nthreads = 2\nduration = \"2s\"\n\
+                 [[variants]]\nname = \"plain\"\nkind = \"plain\"\n[[variants]]\nname = \"plain-again\"\nkind = \"plain\"\n"
+            ),
+        )
+        .unwrap();
+        let out = dir.path().join("out");
+        ok(&["study", study.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+        let report: Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+        let tps = report["measures"].as_array().unwrap().iter().find(|m| m["measure"]["name"] == "tps");
+        let tps = tps.unwrap_or_else(|| panic!("{}", report["measures"]));
+        let c = &tps["comparisons"][0];
+        assert!(c["estimate"]["ratio"].as_f64().unwrap() > 0.0, "{c}");
+        assert_eq!(c["variant"], "plain-again", "{c}");
+        assert!(!c["verdict"].is_null(), "{c}");
+        assert!(std::fs::read_to_string(out.join("report.md")).unwrap().contains("tps"));
     }
-    let r = record(&dir.path().join("r.json"));
-    assert_eq!(r["status"], "completed", "{}", run.stderr());
-    assert_eq!(r["headline"]["value"], 7.0);
-    assert!(peak_kb > 0 && peak_kb < 100_000, "dbvs's peak RSS was {peak_kb} kB");
-    let err = run.stderr();
-    let head: String = err.lines().take(20).collect::<Vec<_>>().join("\n");
-    assert!(err.contains("[the last 64 KiB of 200.0 MB]"), "{head}");
+
+    #[test]
+    fn a_command_that_ignores_sigterm_is_killed_after_the_grace_period_when_dbvs_is_stopped() {
+        let _turn = turn();
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let pids_file = dir.path().join("pids");
+        let mut run = Running::start(dir.path(), &with_a_child(&pids_file, "trap '' TERM;"), "x", "60s");
+        let pids = run.pids_written(&pids_file, 2);
+        if as_root() {
+            assert!(tree_group(pids[1]).is_some(), "the command runs in a control group of its own");
+        }
+        run.signal(libc::SIGTERM);
+        // The grace period is 5 s; the bound checks that the wait ends, not its speed.
+        run.exits_within(Duration::from_secs(60));
+        assert_eq!(survivors(&pids, Duration::from_secs(10)), Vec::<u32>::new(), "{}", run.stderr());
+        let err = run.stderr();
+        assert!(err.contains("the command outlived SIGTERM by 5 s: killing its processes (SIGKILL)"), "{err}");
+    }
+
+    #[test]
+    fn a_second_sigterm_while_stopping_kills_the_command_at_once() {
+        let _turn = turn();
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let pids_file = dir.path().join("pids");
+        let mut run = Running::start(dir.path(), &with_a_child(&pids_file, "trap '' TERM;"), "x", "60s");
+        let pids = run.pids_written(&pids_file, 2);
+        run.signal(libc::SIGTERM);
+        // Within a second, a second signal is the first one seen twice (a study forwards it).
+        std::thread::sleep(Duration::from_millis(2500));
+        run.signal(libc::SIGTERM);
+        run.exits_within(Duration::from_secs(60));
+        assert_eq!(survivors(&pids, Duration::from_secs(10)), Vec::<u32>::new());
+        let err = run.stderr();
+        assert!(err.contains("asked again: killing the command's processes at once (SIGKILL)"), "{err}");
+        assert!(!err.contains("outlived SIGTERM"), "{err}");
+    }
+
+    #[test]
+    fn a_command_s_children_die_with_dbvs_killed_by_sigkill() {
+        let _turn = turn();
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let pids_file = dir.path().join("pids");
+        let mut run = Running::start(dir.path(), &with_a_child(&pids_file, ""), "x", "60s");
+        let pids = run.pids_written(&pids_file, 2);
+        let group = tree_group(pids[1]);
+        assert_eq!(group.is_some(), as_root(), "as root, the command runs in a control group of its own");
+        run.dbvs.kill().unwrap();
+        run.dbvs.wait().unwrap();
+        // The watchdog kills the group at once; the bound is generous for a loaded machine.
+        assert_eq!(survivors(&pids, Duration::from_secs(10)), Vec::<u32>::new(), "{}", run.stderr());
+        if let Some(group) = group {
+            let until = Instant::now() + Duration::from_secs(10);
+            while group.exists() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            assert!(!group.exists(), "the watchdog removes {}", group.display());
+        }
+    }
+
+    #[test]
+    fn a_command_printing_200_mb_leaves_dbvs_s_memory_small() {
+        let _turn = turn();
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        // After its output, the command idles, so the test reads dbvs's peak after all of it.
+        let script = "yes | head -c 200000000; echo 'tps = 7'; sleep 2";
+        let mut run = Running::start(dir.path(), script, r"tps = (\d+)", "120s");
+        let mut peak_kb = 0;
+        while run.dbvs.try_wait().unwrap().is_none() {
+            let status = std::fs::read_to_string(format!("/proc/{}/status", run.dbvs.id())).unwrap_or_default();
+            let hwm = status.lines().find_map(|l| l.strip_prefix("VmHWM:")?.trim().strip_suffix(" kB")?.parse().ok());
+            peak_kb = hwm.unwrap_or(peak_kb).max(peak_kb);
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let r = record(&dir.path().join("r.json"));
+        assert_eq!(r["status"], "completed", "{}", run.stderr());
+        assert_eq!(r["headline"]["value"], 7.0);
+        assert!(peak_kb > 0 && peak_kb < 100_000, "dbvs's peak RSS was {peak_kb} kB");
+        let err = run.stderr();
+        let head: String = err.lines().take(20).collect::<Vec<_>>().join("\n");
+        assert!(err.contains("[the last 64 KiB of 200.0 MB]"), "{head}");
+    }
 }

@@ -125,11 +125,16 @@ pub fn scrape_until(port: u16, needle: &str, child: &mut std::process::Child) ->
 /// what their own output holds and not how fast it ran, run beside each other (`share`),
 /// never beside a turn.
 ///
-/// Shares go first: a turn waits until no share runs, and a share never waits for a turn that
-/// is only waiting. So the shares run beside each other, up to [`SHARES_AT_ONCE`], and the
-/// turns one by one between them. (std's RwLock does the opposite: a waiting writer holds back
-/// every new reader, and the shares seldom overlapped.) `scripts/test` runs twice as many test
-/// threads as shares at once: a thread holding a turn that waits is not one the shares lack.
+/// A test that takes a turn lives in its file's `mod alone`, so `scripts/test` can run the
+/// shares first, beside each other (`--skip ::alone::`), then the turns one by one
+/// (`::alone::`, one test thread): a turn waiting among the shares would hold a test thread
+/// idle, and the shares would run short of threads. `turn` and `share` check where they are
+/// called from (libtest names each test's thread after the test).
+///
+/// Run all at once (`cargo test`), the lock keeps them apart still: shares go first (a turn
+/// waits until no share runs, and a share never waits for a turn that is only waiting), up
+/// to [`SHARES_AT_ONCE`] beside each other. (std's RwLock does the opposite: a waiting writer
+/// holds back every new reader, and the shares seldom overlapped.)
 static TURNS: Turns =
     Turns { state: std::sync::Mutex::new(State { shares: 0, turn: false }), changed: std::sync::Condvar::new() };
 
@@ -168,8 +173,14 @@ impl Drop for Held {
 }
 
 pub fn turn() -> Held {
+    assert!(in_alone(), "a test that takes a turn belongs in its file's `mod alone` (see common::TURNS)");
     TURNS.wait_until(|s| !s.turn && s.shares == 0).turn = true;
     Held { alone: true }
+}
+
+/// Whether the calling test is in a `mod alone`.
+fn in_alone() -> bool {
+    std::thread::current().name().is_some_and(|n| n.contains("::alone::"))
 }
 
 /// Three shares keep this two-core machine busy while their servers start and their runs
@@ -177,6 +188,7 @@ pub fn turn() -> Held {
 const SHARES_AT_ONCE: usize = 3;
 
 pub fn share() -> Held {
+    assert!(!in_alone(), "a test that shares the machine does not belong in `mod alone` (see common::TURNS)");
     TURNS.wait_until(|s| !s.turn && s.shares < SHARES_AT_ONCE).shares += 1;
     Held { alone: false }
 }
@@ -190,6 +202,8 @@ pub fn write_study(dir: &Path, body: &str) -> String {
 /// The run records of `variant` in a study's output: `runs/blockNN-A+B-WORKLOAD.json` holds
 /// an interleaved run's records in the order its name gives the variants.
 pub fn records(out: &Path, variant: &str) -> Vec<serde_json::Value> {
+    // File names hold the variants' names as slugs (`sys::names::slug`).
+    let variant = dbvs::sys::names::slug(variant);
     let runs = out.join("runs");
     let mut mine = vec![];
     for f in files_in(&runs).iter().filter(|f| f.starts_with("block") && !f.ends_with(".spec.json")) {

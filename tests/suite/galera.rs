@@ -68,14 +68,15 @@ fn a_cluster_runs_checks_and_holds_the_work_on_every_node() {
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
 }
 
-/// A plain-against-TDE study on a 3-node cluster with `settings`; its report.
+/// A plain-against-TDE study on a 2-node cluster with `settings` (two nodes show that every
+/// node's data is scanned, in two thirds of three's start-up time); its report.
 fn tde_study(dir: &Path, blocks: usize, settings: &str) -> (std::process::Output, Value) {
     let study = dir.join("study.toml");
     std::fs::write(
         &study,
         format!(
             "name = \"galera-tde\"\nblocks = {{ min = {blocks}, max = {blocks} }}\n\
-             [target]\nengine = \"mariadb\"\nnodes = 3\nsettings = {{ innodb_buffer_pool_size = \"64M\"{settings} }}\n\
+             [target]\nengine = \"mariadb\"\nnodes = 2\nsettings = {{ innodb_buffer_pool_size = \"64M\"{settings} }}\n\
              [workload]\nname = \"tpcb\"\nsize = \"1\"\nthreads = 3\nduration = \"2s\"\nwarmup = \"1s\"\n\
              [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
              [[variants]]\nname = \"tde\"\nkind = \"mariadb-tde\"\n"
@@ -104,7 +105,7 @@ fn tde_on_a_cluster_leaves_the_write_set_caches_plaintext_unless_they_are_in_mem
     assert!(!o.status.success());
     assert_eq!(r["status"], "failed");
     let cause = r["cause"].as_str().unwrap();
-    for node in 1..=3 {
+    for node in 1..=2 {
         assert!(cause.contains(&format!("node{node}/galera.cache")), "{cause}");
     }
     assert!(canary_hits(&r, "plain") > 0);

@@ -29,55 +29,6 @@ fn no_groups_left() {
 }
 
 #[test]
-fn a_cpu_quota_on_sqlite_slows_the_run_and_the_kernel_says_it_throttled() {
-    let _turn = turn();
-    let dir = tempfile::tempdir().unwrap();
-    let r = study(
-        dir.path(),
-        "name = \"lim\"\nblocks = { min = 2, max = 2 }\n\
-         [workload]\nname = \"ds2\"\nsize = \"1MB\"\nduration = \"2s\"\nwarmup = \"0.5s\"\nthreads = 2\n\
-         [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
-         [[variants]]\nname = \"fifth\"\nkind = \"limits\"\ncpus = 0.2\nmemory = \"1GB\"\n",
-    );
-    assert_eq!(r["status"], "completed");
-    let ratio = r["comparisons"][0]["estimate"]["ratio"].as_f64().unwrap();
-    // The kernel's throttling below is the proof; the ratio is only "slower", since whatever
-    // else the machine runs takes from the unlimited variant too (0.62 with a build beside it).
-    assert!(ratio < 0.9, "a fifth of a core should cut OPM below the unlimited run: {ratio}");
-    let l = &r["variants"][1]["limits"];
-    assert!(l["cpu_throttled_periods"].as_u64().unwrap() > 0, "{l}");
-    assert!(l["memory_peak_mb"].as_f64().unwrap() > 0.0, "{l}");
-    assert!(r["variants"][0]["limits"].is_null());
-    no_groups_left();
-}
-
-#[test]
-fn limits_on_postgres_apply_to_the_server_processes() {
-    let _turn = turn();
-    let dir = reachable_tempdir();
-    let r = study(
-        dir.path(),
-        "name = \"limpg\"\nblocks = { min = 2, max = 2 }\n[target]\nengine = \"postgres\"\n\
-         [workload]\nname = \"ds2\"\nsize = \"1MB\"\nduration = \"2s\"\nwarmup = \"0.5s\"\nthreads = 2\n\
-         [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
-         [[variants]]\nname = \"small\"\nkind = \"limits\"\ncpus = 0.2\n",
-    );
-    assert_eq!(r["status"], "completed");
-    let runs: Vec<Value> = std::fs::read_dir(dir.path().join("out/runs"))
-        .unwrap()
-        .map(|e| serde_json::from_str(&std::fs::read_to_string(e.unwrap().path()).unwrap()).unwrap())
-        .filter(|v: &Value| !v["limits"].is_null())
-        .collect();
-    assert_eq!(runs.len(), 2);
-    for run in &runs {
-        assert_eq!(run["limits"]["applied_to"], "server processes");
-        assert!(run["limits"]["usage"]["cpu_throttled_periods"].as_u64().unwrap() > 0, "{}", run["limits"]);
-    }
-    assert!(r["comparisons"][0]["estimate"]["ratio"].as_f64().unwrap() < 0.8, "{}", r["comparisons"][0]);
-    no_groups_left();
-}
-
-#[test]
 fn bad_limits_are_refused_with_the_fix() {
     let _turn = share();
     let dir = tempfile::tempdir().unwrap();
@@ -96,5 +47,60 @@ fn bad_limits_are_refused_with_the_fix() {
         let text = format!("{}{}", stdout(&o), stderr(&o));
         assert!(!o.status.success() && text.contains(says), "{extra}: {text}");
         assert!(stderr(&o).contains(" line ") && stderr(&o).trim().lines().count() == 1, "{text}");
+    }
+}
+
+/// The tests that take their turn alone (see `common::turn`): `scripts/test` runs them
+/// one by one after the others.
+mod alone {
+    use super::*;
+
+    #[test]
+    fn a_cpu_quota_on_sqlite_slows_the_run_and_the_kernel_says_it_throttled() {
+        let _turn = turn();
+        let dir = tempfile::tempdir().unwrap();
+        let r = study(
+            dir.path(),
+            "name = \"lim\"\nblocks = { min = 2, max = 2 }\n\
+             [workload]\nname = \"ds2\"\nsize = \"1MB\"\nduration = \"2s\"\nwarmup = \"0.5s\"\nthreads = 2\n\
+             [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
+             [[variants]]\nname = \"fifth\"\nkind = \"limits\"\ncpus = 0.2\nmemory = \"1GB\"\n",
+        );
+        assert_eq!(r["status"], "completed");
+        let ratio = r["comparisons"][0]["estimate"]["ratio"].as_f64().unwrap();
+        // The kernel's throttling below is the proof; the ratio is only "slower", since whatever
+        // else the machine runs takes from the unlimited variant too (0.62 with a build beside it).
+        assert!(ratio < 0.9, "a fifth of a core should cut OPM below the unlimited run: {ratio}");
+        let l = &r["variants"][1]["limits"];
+        assert!(l["cpu_throttled_periods"].as_u64().unwrap() > 0, "{l}");
+        assert!(l["memory_peak_mb"].as_f64().unwrap() > 0.0, "{l}");
+        assert!(r["variants"][0]["limits"].is_null());
+        no_groups_left();
+    }
+
+    #[test]
+    fn limits_on_postgres_apply_to_the_server_processes() {
+        let _turn = turn();
+        let dir = reachable_tempdir();
+        let r = study(
+            dir.path(),
+            "name = \"limpg\"\nblocks = { min = 2, max = 2 }\n[target]\nengine = \"postgres\"\n\
+             [workload]\nname = \"ds2\"\nsize = \"1MB\"\nduration = \"2s\"\nwarmup = \"0.5s\"\nthreads = 2\n\
+             [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
+             [[variants]]\nname = \"small\"\nkind = \"limits\"\ncpus = 0.2\n",
+        );
+        assert_eq!(r["status"], "completed");
+        let runs: Vec<Value> = std::fs::read_dir(dir.path().join("out/runs"))
+            .unwrap()
+            .map(|e| serde_json::from_str(&std::fs::read_to_string(e.unwrap().path()).unwrap()).unwrap())
+            .filter(|v: &Value| !v["limits"].is_null())
+            .collect();
+        assert_eq!(runs.len(), 2);
+        for run in &runs {
+            assert_eq!(run["limits"]["applied_to"], "server processes");
+            assert!(run["limits"]["usage"]["cpu_throttled_periods"].as_u64().unwrap() > 0, "{}", run["limits"]);
+        }
+        assert!(r["comparisons"][0]["estimate"]["ratio"].as_f64().unwrap() < 0.8, "{}", r["comparisons"][0]);
+        no_groups_left();
     }
 }

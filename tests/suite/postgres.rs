@@ -73,32 +73,38 @@ fn server_target_errors_are_one_clear_line() {
     check(&["run", "--target", "managed-postgres", "--server-setting", "a=b c"], "--server-setting");
 }
 
-#[test]
-fn a_server_that_dies_mid_run_fails_the_run_with_its_log() {
-    let _turn = turn();
-    let dir = reachable_tempdir();
-    let data = dir.path().join("pgdata");
-    let json = dir.path().join("r.json");
-    let child = command()
-        .args(["run", "--target", "managed-postgres", "--data-dir", data.to_str().unwrap(), "--size", "1MB"])
-        .args(["--duration", "60s", "--warmup", "0", "--json", json.to_str().unwrap(), "--no-store"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid_file = data.join("postmaster.pid");
-    let t = std::time::Instant::now();
-    // Let the server start and the run get going.
-    while !(pid_file.exists() && t.elapsed() > std::time::Duration::from_secs(4)) {
-        assert!(t.elapsed() < std::time::Duration::from_secs(60), "the managed server never started");
-        std::thread::sleep(std::time::Duration::from_millis(100));
+/// The tests that take their turn alone (see `common::turn`): `scripts/test` runs them
+/// one by one after the others.
+mod alone {
+    use super::*;
+
+    #[test]
+    fn a_server_that_dies_mid_run_fails_the_run_with_its_log() {
+        let _turn = turn();
+        let dir = reachable_tempdir();
+        let data = dir.path().join("pgdata");
+        let json = dir.path().join("r.json");
+        let child = command()
+            .args(["run", "--target", "managed-postgres", "--data-dir", data.to_str().unwrap(), "--size", "1MB"])
+            .args(["--duration", "60s", "--warmup", "0", "--json", json.to_str().unwrap(), "--no-store"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid_file = data.join("postmaster.pid");
+        let t = std::time::Instant::now();
+        // Let the server start and the run get going.
+        while !(pid_file.exists() && t.elapsed() > std::time::Duration::from_secs(4)) {
+            assert!(t.elapsed() < std::time::Duration::from_secs(60), "the managed server never started");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().lines().next().unwrap().trim().parse().unwrap();
+        // SAFETY: killing the test's own grandchild server process.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(r["status"], "failed");
+        assert!(r["cause"].as_str().unwrap().contains("server log"), "{}", r["cause"]);
     }
-    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().lines().next().unwrap().trim().parse().unwrap();
-    // SAFETY: killing the test's own grandchild server process.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(r["status"], "failed");
-    assert!(r["cause"].as_str().unwrap().contains("server log"), "{}", r["cause"]);
 }

@@ -11,6 +11,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// One test at a time owns the namespaces (their names and addresses are fixed); the tests
+/// only check what their runs recorded, so they share the machine with the other tests.
+static NAMESPACES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Client hosts: network namespaces `dbvsr1..N`, host i at 10.231.i.2, this machine at
 /// 10.231.i.1 on the other end of its veth pair, each with an sshd that lets in one key.
 struct Hosts {
@@ -256,99 +260,10 @@ macro_rules! per_engine {
     ($($engine:ident: $variant:expr),*) => {$(
         #[test]
         fn $engine() {
-            let _turn = turn(); // one test at a time owns the namespaces
+            let (_namespaces, _share) = (NAMESPACES.lock().unwrap_or_else(|p| p.into_inner()), share());
             client_hosts_drive_one_server_and_a_lost_host_fails_the_run($variant);
         }
     )*};
-}
-
-per_engine!(postgres: Engine::Postgres, mariadb: Engine::Mariadb);
-
-/// A study whose managed servers listen on this machine's end of the first pair: each
-/// run's workers are on the client hosts, which must give the password dbvs made.
-#[test]
-fn a_study_runs_its_workers_on_client_hosts() {
-    let _turn = turn(); // one test at a time owns the namespaces
-    let hosts = Hosts::start();
-    let dir = reachable_tempdir();
-    let study = dir.path().join("study.toml");
-    std::fs::write(
-        &study,
-        format!(
-            "name = \"remote\"\nblocks = {{ min = 2, max = 2 }}\n{}\
-             [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
-             [[variants]]\nname = \"plain-again\"\nkind = \"plain\"\n",
-            driven_from(&hosts)
-        ),
-    )
-    .unwrap();
-    let out = dir.path().join("out");
-    let o = command().args(["study", study.to_str().unwrap(), "--out", out.to_str().unwrap()]).output().unwrap();
-    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
-    let records: Vec<Value> = records_in(&out).into_values().collect();
-    assert!(records.len() >= 4, "two blocks of two variants: {}", records.len());
-    for r in &records {
-        let rows = r["clients"]["hosts"].as_array().unwrap_or_else(|| panic!("a run drove from here: {r}"));
-        assert_eq!(rows.len(), 2);
-        assert!(r["checks"].as_array().unwrap().iter().all(|c| c["ok"] == true), "{}", r["checks"]);
-    }
-    let text = std::fs::read_to_string(&study).unwrap().replace("listen = \"10.231.1.1\"\n", "");
-    std::fs::write(&study, text).unwrap();
-    let o = command().args(["study", study.to_str().unwrap(), "--out", out.to_str().unwrap()]).output().unwrap();
-    assert!(stderr(&o).contains("listen"), "{}", stderr(&o));
-}
-
-/// A capacity search whose instances are all driven from the client hosts: every
-/// instance's workers are split between both hosts, the hosts' shares add up in the
-/// record, and each probe names the busiest host's CPU.
-#[test]
-fn a_capacity_search_drives_every_instance_from_client_hosts() {
-    let _turn = turn(); // one test at a time owns the namespaces
-    let hosts = Hosts::start();
-    let dir = reachable_tempdir();
-    let file = dir.path().join("capacity.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "name = \"remote-capacity\"\n{}\
-             [sla]\nmin_per_instance = 1\nconfirmations = 1\n\
-             [search]\nmax_instances = 2\n\
-             [[configurations]]\nname = \"plain\"\nkind = \"plain\"\n",
-            driven_from(&hosts)
-        ),
-    )
-    .unwrap();
-    let out = dir.path().join("out");
-    let o = command().args(["capacity", file.to_str().unwrap(), "--out", out.to_str().unwrap()]).output().unwrap();
-    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
-    let report: Value = serde_json::from_slice(&std::fs::read(out.join("capacity.json")).unwrap()).unwrap();
-    let outcome = &report["outcomes"][0];
-    assert_eq!(outcome["max_instances"], 2, "{outcome}");
-    for p in outcome["probes"].as_array().unwrap() {
-        let cpu = p["client_cpu_pct_max"].as_f64().unwrap_or_else(|| panic!("no client CPU: {p}"));
-        assert!(cpu > 0.0 && cpu < 100.0, "{p}");
-    }
-    let (_, two) = records_in(&out).into_iter().find(|(p, _)| p.contains("n002")).expect("the run at two instances");
-    assert_eq!(two["instances"].as_array().unwrap().len(), 2);
-    let rows = two["clients"]["hosts"].as_array().unwrap();
-    assert_eq!(rows.len(), 2);
-    for row in rows {
-        assert_eq!(row["workers"], 2, "one worker of each instance on each host: {row}");
-    }
-    let units: u64 = rows.iter().map(|r| r["units"].as_u64().unwrap()).sum();
-    assert_eq!(units, two["counts"]["units"].as_u64().unwrap(), "the hosts' units are the run's");
-    let server = &two["clients"]["server"];
-    assert!(server["commits"].as_u64().unwrap() >= server["client_committed"].as_u64().unwrap(), "{server}");
-    let checks = two["checks"].as_array().unwrap();
-    assert!(checks.iter().all(|c| c["ok"] == true), "{checks:?}");
-    for i in [1, 2] {
-        let prefix = format!("instance {i}: ");
-        let counted = |c: &&Value| {
-            c["detail"].as_str().unwrap().starts_with(&prefix)
-                && c["name"] == "the server counted what the clients counted"
-        };
-        assert!(checks.iter().any(|c| counted(&c)), "instance {i}'s own cross-check: {checks:?}");
-    }
 }
 
 fn client_hosts_drive_one_server_and_a_lost_host_fails_the_run(engine: Engine) {
@@ -417,4 +332,93 @@ fn client_hosts_drive_one_server_and_a_lost_host_fails_the_run(engine: Engine) {
     let o = command().args(&args).output().unwrap();
     assert!(stderr(&o).contains("loopback"), "{}", stderr(&o));
     assert_eq!(server.run_copies(), Vec::<String>::new());
+}
+
+per_engine!(postgres: Engine::Postgres, mariadb: Engine::Mariadb);
+
+/// A study whose managed servers listen on this machine's end of the first pair: each
+/// run's workers are on the client hosts, which must give the password dbvs made.
+#[test]
+fn a_study_runs_its_workers_on_client_hosts() {
+    let (_namespaces, _share) = (NAMESPACES.lock().unwrap_or_else(|p| p.into_inner()), share());
+    let hosts = Hosts::start();
+    let dir = reachable_tempdir();
+    let study = dir.path().join("study.toml");
+    std::fs::write(
+        &study,
+        format!(
+            "name = \"remote\"\nblocks = {{ min = 2, max = 2 }}\n{}\
+             [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
+             [[variants]]\nname = \"plain-again\"\nkind = \"plain\"\n",
+            driven_from(&hosts)
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let o = command().args(["study", study.to_str().unwrap(), "--out", out.to_str().unwrap()]).output().unwrap();
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let records: Vec<Value> = records_in(&out).into_values().collect();
+    assert!(records.len() >= 4, "two blocks of two variants: {}", records.len());
+    for r in &records {
+        let rows = r["clients"]["hosts"].as_array().unwrap_or_else(|| panic!("a run drove from here: {r}"));
+        assert_eq!(rows.len(), 2);
+        assert!(r["checks"].as_array().unwrap().iter().all(|c| c["ok"] == true), "{}", r["checks"]);
+    }
+    let text = std::fs::read_to_string(&study).unwrap().replace("listen = \"10.231.1.1\"\n", "");
+    std::fs::write(&study, text).unwrap();
+    let o = command().args(["study", study.to_str().unwrap(), "--out", out.to_str().unwrap()]).output().unwrap();
+    assert!(stderr(&o).contains("listen"), "{}", stderr(&o));
+}
+
+/// A capacity search whose instances are all driven from the client hosts: every
+/// instance's workers are split between both hosts, the hosts' shares add up in the
+/// record, and each probe names the busiest host's CPU.
+#[test]
+fn a_capacity_search_drives_every_instance_from_client_hosts() {
+    let (_namespaces, _share) = (NAMESPACES.lock().unwrap_or_else(|p| p.into_inner()), share());
+    let hosts = Hosts::start();
+    let dir = reachable_tempdir();
+    let file = dir.path().join("capacity.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"remote-capacity\"\n{}\
+             [sla]\nmin_per_instance = 1\nconfirmations = 1\n\
+             [search]\nmax_instances = 2\n\
+             [[configurations]]\nname = \"plain\"\nkind = \"plain\"\n",
+            driven_from(&hosts)
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let o = command().args(["capacity", file.to_str().unwrap(), "--out", out.to_str().unwrap()]).output().unwrap();
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let report: Value = serde_json::from_slice(&std::fs::read(out.join("capacity.json")).unwrap()).unwrap();
+    let outcome = &report["outcomes"][0];
+    assert_eq!(outcome["max_instances"], 2, "{outcome}");
+    for p in outcome["probes"].as_array().unwrap() {
+        let cpu = p["client_cpu_pct_max"].as_f64().unwrap_or_else(|| panic!("no client CPU: {p}"));
+        assert!(cpu > 0.0 && cpu < 100.0, "{p}");
+    }
+    let (_, two) = records_in(&out).into_iter().find(|(p, _)| p.contains("n002")).expect("the run at two instances");
+    assert_eq!(two["instances"].as_array().unwrap().len(), 2);
+    let rows = two["clients"]["hosts"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for row in rows {
+        assert_eq!(row["workers"], 2, "one worker of each instance on each host: {row}");
+    }
+    let units: u64 = rows.iter().map(|r| r["units"].as_u64().unwrap()).sum();
+    assert_eq!(units, two["counts"]["units"].as_u64().unwrap(), "the hosts' units are the run's");
+    let server = &two["clients"]["server"];
+    assert!(server["commits"].as_u64().unwrap() >= server["client_committed"].as_u64().unwrap(), "{server}");
+    let checks = two["checks"].as_array().unwrap();
+    assert!(checks.iter().all(|c| c["ok"] == true), "{checks:?}");
+    for i in [1, 2] {
+        let prefix = format!("instance {i}: ");
+        let counted = |c: &&Value| {
+            c["detail"].as_str().unwrap().starts_with(&prefix)
+                && c["name"] == "the server counted what the clients counted"
+        };
+        assert!(checks.iter().any(|c| counted(&c)), "instance {i}'s own cross-check: {checks:?}");
+    }
 }

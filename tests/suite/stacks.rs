@@ -111,43 +111,6 @@ fn read_mb_s(record: &Value) -> f64 {
     disks.values().map(|d| d["read_mb_s"].as_f64().unwrap()).sum()
 }
 
-#[test]
-fn a_memory_limit_makes_a_database_larger_than_it_read_from_storage() {
-    let _t = turn();
-    let dir = tempfile::tempdir().unwrap();
-    let db = target(dir.path(), "ds2.db");
-    ok(&["build", "--target", &db, "--size", "40MB"]);
-    let run = |memory: Option<&str>| -> Value {
-        let json = dir.path().join("r.json");
-        let mut args = vec!["run", "--target", &db, "--size", "40MB", "--threads", "2", "--duration", "4s"];
-        args.extend(["--warmup", "2s", "--no-store", "--json", json.to_str().unwrap()]);
-        if let Some(m) = memory {
-            args.extend(["--memory", m]);
-        }
-        ok(&args);
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
-    };
-    let (free, limited) = (run(None), run(Some("24MB")));
-    assert_eq!(limited["status"], "completed", "{limited}");
-    let (a, b) = (read_mb_s(&free), read_mb_s(&limited));
-    assert!(b > 1.0 && b > 10.0 * a, "reads with the limit {b:.2} MB/s vs without {a:.2} MB/s");
-    assert!(limited["settle_s"].as_f64().unwrap() >= 0.0);
-    // The storage reads per order are a measure under the limit, and the limit bit.
-    let measure = |r: &Value, name: &str| r["measures"].as_array().unwrap().iter().find(|m| m["name"] == name).cloned();
-    let kb = measure(&limited, "storage KB read per unit").expect("a measure under a memory limit");
-    assert!(kb["value"].as_f64().unwrap() > 1.0, "{kb}");
-    assert!(measure(&free, "storage KB read per unit").is_none());
-    // Writes are a measure in cache too: every order commits to the WAL.
-    let written = measure(&free, "storage KB written per unit").and_then(|m| m["value"].as_f64());
-    assert!(written.is_some_and(|kb| kb > 0.1 && kb < 1000.0), "{written:?} KB written per order");
-    assert!(limited["limits"]["usage"]["memory_peak_mb"].as_f64().unwrap() > 0.0, "{}", limited["limits"]);
-    // A limit that cannot hold the run itself, and one on a server dbvs does not manage.
-    let o = dbvs(&["run", "--target", &db, "--size", "40MB", "--memory", "1MB", "--no-store"]);
-    assert!(!o.status.success() && stderr(&o).contains("at least 16MB"), "{}", stderr(&o));
-    let o = dbvs(&["run", "--target", "postgres://u@127.0.0.1:1/x", "--memory", "64MB", "--no-store"]);
-    assert!(!o.status.success() && stderr(&o).contains("your own server is not limited"), "{}", stderr(&o));
-}
-
 /// A server's write-ahead log on a volume of its own, under the same encryption as the data
 /// (as seed 000's BitLocker covered the data and log volumes): WAL or redo writes land on the
 /// log's device, the canary finds no plaintext on either volume, and its control has the
@@ -193,34 +156,6 @@ fn log_on_its_own_volume(engine: &str) {
 }
 
 #[test]
-fn postgres_wal_on_its_own_volume() {
-    log_on_its_own_volume("postgres");
-}
-
-#[test]
-fn mariadb_redo_log_on_its_own_volume() {
-    log_on_its_own_volume("mariadb");
-}
-
-#[test]
-fn a_managed_servers_reads_under_a_memory_limit_are_measured_per_unit() {
-    let _t = turn();
-    let dir = reachable_tempdir();
-    let (data, json) = (dir.path().join("pg"), dir.path().join("r.json"));
-    // The run builds the database first, outside the limit (generating the data takes more
-    // memory than measuring), then moves itself and the server into it.
-    let mut args = vec!["run", "--target", "managed-postgres", "--data-dir", data.to_str().unwrap(), "--size", "24MB"];
-    args.extend(["--server-setting", "shared_buffers=16MB", "--threads", "2", "--duration", "3s", "--warmup", "1s"]);
-    args.extend(["--memory", "40MB", "--no-store", "--json", json.to_str().unwrap()]);
-    ok(&args);
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(r["status"], "completed", "{r}");
-    let measures = r["measures"].as_array().unwrap();
-    let kb = measures.iter().find(|m| m["name"] == "storage KB read per unit").expect("a measure under a memory limit");
-    assert!(kb["value"].as_f64().unwrap() > 1.0, "the server's processes read from storage: {kb}");
-}
-
-#[test]
 fn file_system_images_are_mounted_as_asked_and_a_refused_option_fails_only_its_variant() {
     let _s = share();
     let dir = reachable_tempdir();
@@ -256,4 +191,87 @@ fn file_system_images_are_mounted_as_asked_and_a_refused_option_fails_only_its_v
         "{refused}"
     );
     no_mounts_under(dir.path());
+}
+
+/// The tests that take their turn alone (see `common::turn`): `scripts/test` runs them
+/// one by one after the others.
+mod alone {
+    use super::*;
+
+    #[test]
+    fn postgres_wal_on_its_own_volume() {
+        log_on_its_own_volume("postgres");
+    }
+
+    #[test]
+    fn mariadb_redo_log_on_its_own_volume() {
+        log_on_its_own_volume("mariadb");
+    }
+
+    #[test]
+    fn a_memory_limit_makes_a_database_larger_than_it_read_from_storage() {
+        let _t = turn();
+        let dir = tempfile::tempdir().unwrap();
+        let db = target(dir.path(), "ds2.db");
+        ok(&["build", "--target", &db, "--size", "40MB"]);
+        let run = |memory: Option<&str>| -> Value {
+            let json = dir.path().join("r.json");
+            let mut args = vec!["run", "--target", &db, "--size", "40MB", "--threads", "2", "--duration", "4s"];
+            args.extend(["--warmup", "2s", "--no-store", "--json", json.to_str().unwrap()]);
+            if let Some(m) = memory {
+                args.extend(["--memory", m]);
+            }
+            ok(&args);
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+        };
+        let (free, limited) = (run(None), run(Some("24MB")));
+        assert_eq!(limited["status"], "completed", "{limited}");
+        let (a, b) = (read_mb_s(&free), read_mb_s(&limited));
+        assert!(b > 1.0 && b > 10.0 * a, "reads with the limit {b:.2} MB/s vs without {a:.2} MB/s");
+        assert!(limited["settle_s"].as_f64().unwrap() >= 0.0);
+        // The storage reads per order are a measure under the limit, and the limit bit.
+        let measure =
+            |r: &Value, name: &str| r["measures"].as_array().unwrap().iter().find(|m| m["name"] == name).cloned();
+        let kb = measure(&limited, "storage KB read per unit").expect("a measure under a memory limit");
+        assert!(kb["value"].as_f64().unwrap() > 1.0, "{kb}");
+        assert!(measure(&free, "storage KB read per unit").is_none());
+        // Writes are a measure in cache too: every order commits to the WAL.
+        let written = measure(&free, "storage KB written per unit").and_then(|m| m["value"].as_f64());
+        assert!(written.is_some_and(|kb| kb > 0.1 && kb < 1000.0), "{written:?} KB written per order");
+        assert!(limited["limits"]["usage"]["memory_peak_mb"].as_f64().unwrap() > 0.0, "{}", limited["limits"]);
+        // A limit that cannot hold the run itself, and one on a server dbvs does not manage.
+        let o = dbvs(&["run", "--target", &db, "--size", "40MB", "--memory", "1MB", "--no-store"]);
+        assert!(!o.status.success() && stderr(&o).contains("at least 16MB"), "{}", stderr(&o));
+        let o = dbvs(&["run", "--target", "postgres://u@127.0.0.1:1/x", "--memory", "64MB", "--no-store"]);
+        assert!(!o.status.success() && stderr(&o).contains("your own server is not limited"), "{}", stderr(&o));
+    }
+
+    #[test]
+    fn a_managed_servers_reads_under_a_memory_limit_are_measured_per_unit() {
+        let _t = turn();
+        let dir = reachable_tempdir();
+        let (data, json) = (dir.path().join("pg"), dir.path().join("r.json"));
+        // The run builds the database first, outside the limit (generating the data takes more
+        // memory than measuring), then moves itself and the server into it.
+        let mut args =
+            vec!["run", "--target", "managed-postgres", "--data-dir", data.to_str().unwrap(), "--size", "24MB"];
+        args.extend([
+            "--server-setting",
+            "shared_buffers=16MB",
+            "--threads",
+            "2",
+            "--duration",
+            "3s",
+            "--warmup",
+            "1s",
+        ]);
+        args.extend(["--memory", "40MB", "--no-store", "--json", json.to_str().unwrap()]);
+        ok(&args);
+        let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(r["status"], "completed", "{r}");
+        let measures = r["measures"].as_array().unwrap();
+        let kb =
+            measures.iter().find(|m| m["name"] == "storage KB read per unit").expect("a measure under a memory limit");
+        assert!(kb["value"].as_f64().unwrap() > 1.0, "the server's processes read from storage: {kb}");
+    }
 }

@@ -186,40 +186,6 @@ fn html_report_of_a_multi_workload_study_renders_its_charts_in_chromium() {
 }
 
 #[test]
-fn ctrl_c_stops_a_study_unmounts_and_keeps_finished_runs() {
-    let _turn = turn();
-    let dir = tempfile::tempdir().unwrap();
-    let f = write_study(
-        dir.path(),
-        &format!(
-            "name = \"stop\"\nblocks = {{ min = 30, max = 30 }}\n{SMALL}\n\
-             [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
-             [[variants]]\nname = \"gocryptfs\"\nkind = \"gocryptfs\"\n"
-        ),
-    );
-    let out = dir.path().join("out");
-    let child = command()
-        .args(["study", &f, "--out", out.to_str().unwrap()])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_secs(9));
-    // SAFETY: signalling our own child process.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    let o = child.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
-    let r = report(&out);
-    assert_eq!(r["status"], "interrupted");
-    let completed = r["runs"].as_array().unwrap().iter().filter(|x| x["status"] == "completed").count();
-    assert!(completed >= 2, "finished runs are kept: {}", r["runs"]);
-    no_mounts_under(dir.path());
-    assert!(files_in(&out).iter().all(|f| !f.starts_with(".work")), "{:?}", files_in(&out));
-    let id = r["study_id"].as_i64().unwrap().to_string();
-    assert!(stdout(&ok(&["results", "show", &id])).contains("interrupted"));
-}
-
-#[test]
 fn a_mariadb_tde_study_encrypts_everything_at_rest() {
     let _share = share();
     let dir = tempfile::tempdir().unwrap();
@@ -293,7 +259,7 @@ fn a_seed_002_study_compares_tpcc_profiles_and_batch_statements_on_postgres() {
         dir.path(),
         "name = \"s2\"\nblocks = { min = 2, max = 2 }\n[target]\nengine = \"postgres\"\n\
          [[workloads]]\nname = \"tpcc\"\nprofile = \"update\"\nthreads = 2\nduration = \"1.5s\"\nwarmup = \"0.5s\"\n\
-         [[workloads]]\nname = \"batch\"\nrepeat = 2\n\
+         [[workloads]]\nname = \"batch\"\nrepeat = 1\n\
          [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
          [[variants]]\nname = \"gocryptfs\"\nkind = \"gocryptfs\"\n",
     );
@@ -330,4 +296,44 @@ fn a_seed_002_study_compares_tpcc_profiles_and_batch_statements_on_postgres() {
     let csv = std::fs::read_to_string(out.join("report.csv")).unwrap();
     assert!(csv.contains(",gocryptfs,batch,completed,"), "{csv}");
     no_mounts_under(dir.path());
+}
+
+/// The tests that take their turn alone (see `common::turn`): `scripts/test` runs them
+/// one by one after the others.
+mod alone {
+    use super::*;
+
+    #[test]
+    fn ctrl_c_stops_a_study_unmounts_and_keeps_finished_runs() {
+        let _turn = turn();
+        let dir = tempfile::tempdir().unwrap();
+        let f = write_study(
+            dir.path(),
+            &format!(
+                "name = \"stop\"\nblocks = {{ min = 30, max = 30 }}\n{SMALL}\n\
+                 [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
+                 [[variants]]\nname = \"gocryptfs\"\nkind = \"gocryptfs\"\n"
+            ),
+        );
+        let out = dir.path().join("out");
+        let child = command()
+            .args(["study", &f, "--out", out.to_str().unwrap()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_secs(9));
+        // SAFETY: signalling our own child process.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+        let r = report(&out);
+        assert_eq!(r["status"], "interrupted");
+        let completed = r["runs"].as_array().unwrap().iter().filter(|x| x["status"] == "completed").count();
+        assert!(completed >= 2, "finished runs are kept: {}", r["runs"]);
+        no_mounts_under(dir.path());
+        assert!(files_in(&out).iter().all(|f| !f.starts_with(".work")), "{:?}", files_in(&out));
+        let id = r["study_id"].as_i64().unwrap().to_string();
+        assert!(stdout(&ok(&["results", "show", &id])).contains("interrupted"));
+    }
 }

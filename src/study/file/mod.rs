@@ -86,6 +86,18 @@ pub struct StudyFile {
 }
 
 impl StudyFile {
+    /// The engines the variants run, the baseline's first.
+    pub fn engines(&self) -> Vec<crate::targets::Engine> {
+        let mut engines = vec![];
+        for v in &self.variants {
+            let e = v.engine.unwrap_or(self.target.engine);
+            if !engines.contains(&e) {
+                engines.push(e);
+            }
+        }
+        engines
+    }
+
     pub fn targets(&self) -> crate::report::Targets<'_> {
         crate::report::Targets { all: self.ci_target, own: &self.ci_targets }
     }
@@ -223,10 +235,38 @@ impl StudyFile {
         if file.ladder {
             super::ladder::climb(&mut file, text, &places).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
         }
+        // Engine against engine: every variant says its engine, so the stacks show it.
+        if file.variants.iter().any(|v| v.engine.is_some()) {
+            let engine = file.target.engine;
+            for v in &mut file.variants {
+                v.engine.get_or_insert(engine);
+            }
+        }
         file.check(&places).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
         file.warnings =
             super::controls::resolve(&mut file.variants, file.controls).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
+        file.warnings.extend(file.engine_warnings());
         Ok(file)
+    }
+
+    /// A variant on another engine than the baseline's differs from it in more than one
+    /// thing, whatever its stack says: the verdict compares the engines as configured.
+    fn engine_warnings(&self) -> Vec<String> {
+        let base = &self.variants[0];
+        let others = self.variants.iter().filter(|v| v.engine != base.engine);
+        others
+            .map(|v| {
+                format!(
+                    "variant '{}' runs {}, the baseline '{}' {}: engines differ in more than one thing (storage engine, \
+                     durability and memory defaults, planner, the SQL each workload sends them), so its verdict \
+                     compares the two engines as configured, not one feature",
+                    v.name,
+                    v.engine.unwrap_or(self.target.engine),
+                    base.name,
+                    base.engine.unwrap_or(self.target.engine)
+                )
+            })
+            .collect()
     }
 
     fn check(&self, places: &Places) -> Result<()> {
@@ -318,7 +358,7 @@ impl StudyFile {
         for (i, v) in self.variants.iter().enumerate() {
             let at = |needle: &str| places.line(places.variants.get(i), needle);
             v.validate().map_err(|e| anyhow::anyhow!("{}{e}", at(&format!("\"{}\"", v.name))))?;
-            v.check_server(self.target.engine, self.target.nodes)
+            v.check_server(v.engine.unwrap_or(self.target.engine), self.target.nodes)
                 .map_err(|e| anyhow::anyhow!("{}{e:#}", at("server")))?;
             if self.variants[..i].iter().any(|w| w.name == v.name) {
                 bail!(
@@ -349,10 +389,14 @@ impl StudyFile {
     /// the list of the binaries each variant runs, since the study's apply to every one.
     fn check_settings(&self, places: &Places) -> Result<()> {
         use crate::targets::settings::{check_names, check_text};
-        let engine = self.target.engine;
         for (i, v) in self.variants.iter().enumerate() {
-            let study = (None, &self.target.settings, "[target] settings");
-            for (entry, settings, what) in [study, (places.variants.get(i), &v.settings, "settings")] {
+            let engine = v.engine.unwrap_or(self.target.engine);
+            // The study's settings are its engine's, for the variants on it.
+            let none = BTreeMap::new();
+            let study = if engine == self.target.engine { &self.target.settings } else { &none };
+            for (entry, settings, what) in
+                [(None, study, "[target] settings"), (places.variants.get(i), &v.settings, "settings")]
+            {
                 for (name, value) in settings {
                     check_text(engine, name, value)
                         .and_then(|_| check_names(engine, &v.server, [name.as_str()]))
