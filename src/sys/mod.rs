@@ -25,9 +25,11 @@ pub fn data_home() -> PathBuf {
     base.join("dbvs")
 }
 
-/// The file process `pid` runs (`/proc/PID/exe`): which binary is really serving.
-pub fn executable_of(pid: u32) -> Option<PathBuf> {
-    std::fs::read_link(format!("/proc/{pid}/exe")).ok()
+/// The file process `pid` runs (`/proc/PID/exe`), as a record says which binary really
+/// served: said from what the kernel runs, not from what was asked for.
+pub fn executable_of(pid: Option<u32>) -> String {
+    let exe = pid.and_then(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).ok());
+    exe.map_or("an executable /proc does not show".into(), |e| e.display().to_string())
 }
 
 /// Finds `tool` on PATH or in the sbin directories, or says which package provides it.

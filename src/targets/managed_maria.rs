@@ -199,11 +199,8 @@ impl ManagedMaria {
         server.start_on(&server.data.clone())?;
         server.version = server.first_answer()?;
         if server.basedir.is_some() {
-            // Said from what the kernel runs, not from what was asked for.
             let pid = server.running.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|(c, _)| c.id());
-            let running = pid.and_then(crate::sys::executable_of);
-            let running = running.map_or("an executable /proc does not show".into(), |e| e.display().to_string());
-            server.version = format!("{} from {running}", server.version);
+            server.version = format!("{} from {}", server.version, crate::sys::executable_of(pid));
         }
         if fresh {
             server.admin_when_ready(|c| {

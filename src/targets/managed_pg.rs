@@ -234,10 +234,7 @@ impl ManagedPg {
             bail!("PostgreSQL did not start (port {} busy, or a bad setting?): {tail}", pg.port);
         }
         if let Binaries::Prefix(_) = binaries {
-            // Said from what the kernel runs, not from what was asked for.
-            let running = pg.postmaster_pid().and_then(crate::sys::executable_of);
-            let running = running.map_or("an executable /proc does not show".into(), |e| e.display().to_string());
-            pg.version = format!("{} from {running}", pg.version);
+            pg.version = format!("{} from {}", pg.version, crate::sys::executable_of(pg.postmaster_pid()));
         }
         Ok(pg)
     }
