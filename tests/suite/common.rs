@@ -135,8 +135,15 @@ pub fn scrape_until(port: u16, needle: &str, child: &mut std::process::Child) ->
 /// waits until no share runs, and a share never waits for a turn that is only waiting), up
 /// to [`SHARES_AT_ONCE`] beside each other. (std's RwLock does the opposite: a waiting writer
 /// holds back every new reader, and the shares seldom overlapped.)
-static TURNS: Turns =
-    Turns { state: std::sync::Mutex::new(State { shares: 0, turn: false }), changed: std::sync::Condvar::new() };
+///
+/// The lock, not libtest, orders the shares: `scripts/test` starts every test at once (libtest
+/// starts them in name order, which put the longest near the end, each then running on with
+/// the machine half idle), and a share that takes a minute or more (`long_share`) goes before
+/// every other share waiting.
+static TURNS: Turns = Turns {
+    state: std::sync::Mutex::new(State { shares: 0, turn: false, long_waiting: 0 }),
+    changed: std::sync::Condvar::new(),
+};
 
 struct Turns {
     state: std::sync::Mutex<State>,
@@ -146,6 +153,7 @@ struct Turns {
 struct State {
     shares: usize,
     turn: bool,
+    long_waiting: usize,
 }
 
 impl Turns {
@@ -189,7 +197,18 @@ const SHARES_AT_ONCE: usize = 3;
 
 pub fn share() -> Held {
     assert!(!in_alone(), "a test that shares the machine does not belong in `mod alone` (see common::TURNS)");
-    TURNS.wait_until(|s| !s.turn && s.shares < SHARES_AT_ONCE).shares += 1;
+    TURNS.wait_until(|s| !s.turn && s.shares < SHARES_AT_ONCE && s.long_waiting == 0).shares += 1;
+    Held { alone: false }
+}
+
+/// A share that takes a minute or more even on a quiet machine: it starts before the shorter
+/// shares waiting, so that none of the longest is left running alone at the end.
+pub fn long_share() -> Held {
+    assert!(!in_alone(), "a test that shares the machine does not belong in `mod alone` (see common::TURNS)");
+    TURNS.state.lock().unwrap_or_else(|p| p.into_inner()).long_waiting += 1;
+    let mut state = TURNS.wait_until(|s| !s.turn && s.shares < SHARES_AT_ONCE);
+    state.long_waiting -= 1;
+    state.shares += 1;
     Held { alone: false }
 }
 

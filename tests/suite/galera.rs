@@ -11,7 +11,8 @@ use std::path::Path;
 /// Three nodes with small buffer pools: this machine runs all of them.
 const SMALL_POOL: &str = "innodb_buffer_pool_size=64M";
 
-/// One at a time: each test runs a whole cluster.
+/// One at a time: each test runs a whole cluster. Taken before the share, so that a test
+/// waiting for the cluster holds no share idle.
 static ONE_CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn mariadbd_under(dir: &Path) -> bool {
@@ -21,8 +22,8 @@ fn mariadbd_under(dir: &Path) -> bool {
 
 #[test]
 fn a_cluster_runs_checks_and_holds_the_work_on_every_node() {
-    let _share = share();
     let _one = ONE_CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
+    let _share = long_share();
     let dir = reachable_tempdir();
     let data = dir.path().join("cluster");
     let json = dir.path().join("run.json");
@@ -96,8 +97,8 @@ fn canary_hits(r: &Value, variant: &str) -> u64 {
 
 #[test]
 fn tde_on_a_cluster_leaves_the_write_set_caches_plaintext_unless_they_are_in_memory() {
-    let _share = share();
     let _one = ONE_CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
+    let _share = long_share();
     // Galera 26.4 does not encrypt its write-set cache: the replicated rows lie in plaintext
     // in every node's galera.cache, and the scan of every node's data must say so.
     let dir = tempfile::tempdir().unwrap();

@@ -260,7 +260,7 @@ macro_rules! per_engine {
     ($($engine:ident: $variant:expr),*) => {$(
         #[test]
         fn $engine() {
-            let (_namespaces, _share) = (NAMESPACES.lock().unwrap_or_else(|p| p.into_inner()), share());
+            let (_namespaces, _share) = (NAMESPACES.lock().unwrap_or_else(|p| p.into_inner()), long_share());
             client_hosts_drive_one_server_and_a_lost_host_fails_the_run($variant);
         }
     )*};

@@ -56,7 +56,7 @@ fn seed_001_slow_storage_against_fast_with_power() {
 
 #[test]
 fn seed_002_file_encryption_under_file_copies_tpcc_profiles_and_batch() {
-    let _share = share();
+    let _share = long_share();
     let (md, _) = quick("study", "seed-002.toml", "report.md");
     has(&md, &["| file test 256MB | write", "| file test 768MB | read"]);
     has(&md, &["tpcc hammerora-default", "tpcc hammerora-query", "tpcc hammerora-update"]);
@@ -66,7 +66,7 @@ fn seed_002_file_encryption_under_file_copies_tpcc_profiles_and_batch() {
 
 #[test]
 fn seed_003_two_encryptors_on_bignw_with_their_pair() {
-    let _share = share();
+    let _share = long_share();
     let (md, _, r) = quick_with_json("study", "seed-003.toml", "report.md");
     has(&md, &["## Variant against variant", "| gocryptfs | tde |"]);
     has(&md, &["bignw b1 index seek on order date", "bignw b10 full backup", "geometric mean of 3"]);

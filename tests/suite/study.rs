@@ -253,7 +253,7 @@ fn a_postgres_study_puts_the_data_directory_on_the_encrypted_layer() {
 
 #[test]
 fn a_seed_002_study_compares_tpcc_profiles_and_batch_statements_on_postgres() {
-    let _share = share();
+    let _share = long_share();
     let dir = reachable_tempdir();
     let f = write_study(
         dir.path(),

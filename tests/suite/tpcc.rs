@@ -153,7 +153,7 @@ fn batch_on_sqlite_times_each_statement_with_a_confidence_interval() {
 /// the same rows; and TPC-C keeps its conditions on the servers too.
 #[test]
 fn batch_returns_the_same_rows_on_every_engine() {
-    let _turn = share();
+    let _share = long_share();
     let dir = reachable_tempdir();
     let json = dir.path().join("r.json");
     let (sqlite, sqlite_tpcc) = (target(dir.path(), "batch.db"), target(dir.path(), "tpcc.db"));
