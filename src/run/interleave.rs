@@ -40,7 +40,7 @@ pub fn run(spec: &RunSpec) -> Result<ExitCode> {
     let mut store = spec.store.then(|| Store::open(&crate::store::default_path())).transpose()?;
     let mut sets = Vec::new();
     for side in &sides {
-        match SetUp::new(side, memory.as_mut()) {
+        match SetUp::new(side, memory.as_mut(), true) {
             Ok(set) => sets.push(set),
             Err(e) => {
                 if let (Some(store), false) = (&store, e.is::<crate::interrupt::Interrupted>()) {

@@ -63,7 +63,7 @@ pub fn run(spec: &RunSpec) -> Result<ExitCode> {
     let mut memory = memory_limit(spec)?;
     // The store opens first: one that cannot take runs fails before anything is measured.
     let mut store = spec.store.then(|| Store::open(&crate::store::default_path())).transpose()?;
-    let mut set = match SetUp::new(spec, memory.as_mut()) {
+    let mut set = match SetUp::new(spec, memory.as_mut(), spec.turns.is_some()) {
         Ok(set) => set,
         Err(e) => {
             // A run that could not start (disk full while copying, a server that would not
@@ -155,9 +155,12 @@ struct SetUp {
 
 impl SetUp {
     /// Opens the target, builds the pristine database if needed, then (inside `memory`'s
-    /// limit, when given) makes and settles the fresh copies.
-    fn new(spec: &RunSpec, memory: Option<&mut memory::MemoryLimit>) -> Result<Self> {
-        let (target, workload) = spec.db.open()?;
+    /// limit, when given) makes and settles the fresh copies. With `pinned` workers, a
+    /// managed server runs on fixed CPUs too ([`crate::sys::placement`]).
+    fn new(spec: &RunSpec, memory: Option<&mut memory::MemoryLimit>, pinned: bool) -> Result<Self> {
+        let server_cpus =
+            if pinned { crate::sys::placement::server_cpus(spec.pacing.load.threads as usize)? } else { vec![] };
+        let (target, workload) = spec.db.open(&server_cpus)?;
         if spec.instances > 1 && !workload.supports_instances() {
             anyhow::bail!(
                 "--instances runs throughput workloads side by side (ds2, tpcb, tpcc); {} is a suite of timed statements",
@@ -218,7 +221,7 @@ impl SetUp {
         let mut pacing = spec.pacing.pacing(seed);
         pacing.injected_delay = spec.db.inject_delay;
         pacing.worker_cpu = self.target.info().engine == Engine::Sqlite;
-        pacing.pin_workers = spec.turns.is_some(); // as interleaved sides are, for the same reason
+        pacing.pin_workers = spec.turns.is_some(); // as interleaved sides are, for the same reason (and the servers, in `new`)
         self.instances[0].0.adjust_pacing(&mut pacing);
         pacing
     }

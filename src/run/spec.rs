@@ -86,9 +86,10 @@ impl DbSpec {
         self.workload.driven()
     }
 
-    /// The target and the workload. A managed server starts here and stops when the target
-    /// (and every database handed out by it) is dropped.
-    pub fn open(&self) -> Result<(Box<dyn Target>, Box<dyn Workload>)> {
+    /// The target and the workload. A managed server starts here, on `server_cpus` (none:
+    /// wherever the scheduler puts it), and stops when the target (and every database handed
+    /// out by it) is dropped.
+    pub fn open(&self, server_cpus: &[usize]) -> Result<(Box<dyn Target>, Box<dyn Workload>)> {
         let key = self.key_file.as_deref().map(|f| Key::from_file(f, self.key_kind)).transpose()?;
         let workload = self.workload()?;
         let password = self.password_file.as_deref().map(crate::sys::read_secret_file).transpose()?;
@@ -111,7 +112,7 @@ impl DbSpec {
                 log_dir: self.log_dir.clone(),
                 server_settings: self.server_settings.clone(),
                 pragmas: self.pragmas.clone(),
-                server_cgroups,
+                server_place: crate::sys::Placement { cgroups: server_cgroups, cpus: server_cpus.to_vec() },
                 default_db,
                 listen: self.listen.clone(),
             },

@@ -8,10 +8,12 @@ pub mod lease;
 pub mod lock;
 pub mod mounts;
 pub mod names;
+pub mod placement;
 pub mod private;
 pub mod tree;
 pub mod units;
 
+pub use placement::Placement;
 pub use private::read_secret_file;
 
 use anyhow::{bail, Context, Result};

@@ -8,6 +8,7 @@
 use super::managed_maria::ManagedMaria;
 use super::{Binaries, ManagedServer};
 use crate::sys::lease::{Lease, Step};
+use crate::sys::Placement;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -39,7 +40,7 @@ fn free_port() -> Result<u16> {
 impl Galera {
     /// Starts `nodes` nodes under `data` with `settings` on every one (a variant's TDE
     /// applies to every node) and waits until each is in step with the cluster.
-    pub fn start(data: &Path, nodes: usize, settings: &[(String, String)], cgroups: &[PathBuf]) -> Result<Self> {
+    pub fn start(data: &Path, nodes: usize, settings: &[(String, String)], place: &Placement) -> Result<Self> {
         if !NODES.contains(&nodes) {
             bail!("a Galera cluster here has {} to {} nodes, e.g. managed-galera:3", NODES.start(), NODES.end());
         }
@@ -56,7 +57,7 @@ impl Galera {
             std::fs::create_dir_all(dir).with_context(|| format!("cannot create gcache.dir {}", dir.display()))?;
             super::managed_maria::give_to_server(dir)?;
         }
-        let plan = Plan { data: &data, provider, cache_dir: cache_dir.as_deref(), settings, cgroups };
+        let plan = Plan { data: &data, provider, cache_dir: cache_dir.as_deref(), settings, place };
         let mut nodes_started = vec![];
         let mut first_gcomm = String::new();
         for i in 0..nodes {
@@ -90,7 +91,7 @@ struct Plan<'a> {
     provider: &'a str,
     cache_dir: Option<&'a Path>,
     settings: &'a [(String, String)],
-    cgroups: &'a [PathBuf],
+    place: &'a Placement,
 }
 
 impl Plan<'_> {
@@ -133,7 +134,7 @@ impl Plan<'_> {
             caches.push(Step::RemoveFile { path: dir.join(&name) })?;
             merge_settings(&mut node_settings, &[(PROVIDER_OPTIONS.into(), format!("gcache.name={name}"))]);
         }
-        let node = ManagedMaria::start(&Binaries::Packaged, &dir, None, &node_settings, self.cgroups)
+        let node = ManagedMaria::start(&Binaries::Packaged, &dir, None, &node_settings, self.place)
             .with_context(|| format!("Galera node {} did not start", i + 1))?;
         synced(&node).with_context(|| format!("Galera node {}", i + 1))?;
         Ok(node)

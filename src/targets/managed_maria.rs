@@ -10,6 +10,7 @@
 use super::{Binaries, ManagedServer};
 use crate::sys::lease::{Lease, Step};
 use crate::sys::lock::DirLock;
+use crate::sys::Placement;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -35,7 +36,7 @@ pub struct ManagedMaria {
     /// The running server and the data directory it serves.
     running: Mutex<Option<(Child, PathBuf)>>,
     /// Control groups the server joins: a variant's limits.
-    cgroups: Vec<PathBuf>,
+    place: Placement,
     /// Stops the server if dbvs is killed (the step names the running server's pid).
     lease: Mutex<Lease>,
     _lock: DirLock,
@@ -128,7 +129,7 @@ impl ManagedMaria {
         data: &Path,
         log: Option<&Path>,
         settings: &[(String, String)],
-        cgroups: &[PathBuf],
+        place: &Placement,
     ) -> Result<Self> {
         let tools = Tools::of(binaries)?;
         std::fs::create_dir_all(data).with_context(|| format!("cannot create data directory {}", data.display()))?;
@@ -190,7 +191,7 @@ impl ManagedMaria {
             port: std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port(),
             version: String::new(),
             running: Mutex::new(None),
-            cgroups: cgroups.to_vec(),
+            place: place.clone(),
             lease: Mutex::new(lease),
             _lock: lock,
             data,
@@ -198,10 +199,11 @@ impl ManagedMaria {
         };
         server.start_on(&server.data.clone())?;
         server.version = server.first_answer()?;
+        let pid = server.running.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|(c, _)| c.id());
         if server.basedir.is_some() {
-            let pid = server.running.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|(c, _)| c.id());
             server.version = format!("{} from {}", server.version, crate::sys::executable_of(pid));
         }
+        server.version += &place.said_of(pid);
         if fresh {
             server.admin_when_ready(|c| {
                 use mysql::prelude::Queryable;
@@ -237,7 +239,7 @@ impl ManagedMaria {
             c.arg(format!("--user={SERVER_USER}"));
         }
         // The server inherits a study variant's resource limits.
-        crate::sys::cgroup::join_on_spawn(&mut c, &self.cgroups)?;
+        self.place.on_spawn(&mut c)?;
         // A socket file left by a server that did not shut down cleanly would pass for ready.
         let _ = std::fs::remove_file(socket(data));
         // The server inherits dbvs's environment, AES-NI masking included.
@@ -341,7 +343,7 @@ impl ManagedMaria {
         let mut options = vec![("datadir".to_string(), path(&data)), ("tmpdir".to_string(), path(&tmpdir(&data)))];
         options.extend(self.redo_dir(&data).map(|r| ("innodb_log_group_home_dir".to_string(), path(&r))));
         options.extend(self.settings.iter().cloned());
-        super::backup::mariabackup(&options, &socket(&data), db, dest, &self.cgroups)
+        super::backup::mariabackup(&options, &socket(&data), db, dest, &self.place.cgroups)
     }
 
     /// One of the server's status variables (`SHOW GLOBAL STATUS`), as text; empty when

@@ -6,6 +6,7 @@
 use super::spec::Binaries;
 use crate::sys::lease::{Lease, Step};
 use crate::sys::lock::DirLock;
+use crate::sys::Placement;
 use anyhow::{bail, Context, Result};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -23,7 +24,7 @@ pub struct ManagedPg {
     pub version: String,
     run_as: Option<(u32, u32)>,
     /// Control groups the postmaster (and so every backend) joins: a variant's limits.
-    cgroups: Vec<PathBuf>,
+    place: Placement,
     /// Stops the server if dbvs is killed.
     _lease: Lease,
     _lock: DirLock,
@@ -169,7 +170,7 @@ impl ManagedPg {
         data: &Path,
         log: Option<&Path>,
         settings: &[(String, String)],
-        cgroups: &[PathBuf],
+        place: &Placement,
     ) -> Result<Self> {
         let (bin, version) = find_bin(binaries)?;
         let run_as = server_user()?;
@@ -181,16 +182,8 @@ impl ManagedPg {
         if let Some((uid, gid)) = run_as {
             std::os::unix::fs::chown(&data, Some(uid), Some(gid))?;
         }
-        let mut pg = Self {
-            bin,
-            data,
-            port: free_port()?,
-            version,
-            run_as,
-            cgroups: cgroups.to_vec(),
-            _lease: lease,
-            _lock: lock,
-        };
+        let mut pg =
+            Self { bin, data, port: free_port()?, version, run_as, place: place.clone(), _lease: lease, _lock: lock };
         if !pg.data.join("PG_VERSION").exists() {
             let mut initdb = pg.command("initdb");
             initdb.arg("-D").arg(&pg.data).args(["-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--no-locale"]);
@@ -227,7 +220,7 @@ impl ManagedPg {
         let mut start = pg.command("pg_ctl");
         start.args(["start", "-w", "-t", "60", "-D"]).arg(&pg.data).arg("-l").arg(pg.log()).args(["-o", &opts]);
         // The postmaster and every backend inherit a study variant's resource limits.
-        crate::sys::cgroup::join_on_spawn(&mut start, &pg.cgroups)?;
+        pg.place.on_spawn(&mut start)?;
         let started = start.output()?;
         if !started.status.success() {
             let tail = super::ManagedServer::log_tail(&pg);
@@ -236,6 +229,7 @@ impl ManagedPg {
         if let Binaries::Prefix(_) = binaries {
             pg.version = format!("{} from {}", pg.version, crate::sys::executable_of(pg.postmaster_pid()));
         }
+        pg.version += &pg.place.said_of(pg.postmaster_pid());
         Ok(pg)
     }
 
@@ -292,7 +286,7 @@ impl ManagedPg {
 
 impl super::ManagedServer for ManagedPg {
     fn cgroups(&self) -> &[PathBuf] {
-        &self.cgroups
+        &self.place.cgroups
     }
 
     fn log_tail(&self) -> String {
@@ -319,7 +313,7 @@ impl super::ManagedServer for ManagedPg {
         // pg_ctl restart reuses the options the server was started with (postmaster.opts).
         let mut restart = self.command("pg_ctl");
         restart.args(["restart", "-m", "fast", "-w", "-t", "60", "-D"]).arg(&self.data).arg("-l").arg(self.log());
-        crate::sys::cgroup::join_on_spawn(&mut restart, &self.cgroups)?;
+        self.place.on_spawn(&mut restart)?;
         let out = restart.output()?;
         if !out.status.success() {
             bail!("PostgreSQL did not restart: {}", super::ManagedServer::log_tail(self));

@@ -218,8 +218,9 @@ pub struct TargetOptions {
     pub server_settings: Vec<(String, String)>,
     /// SQLite's pragmas (see `settings`).
     pub pragmas: Vec<(String, String)>,
-    /// Control groups a managed server joins (a study variant's limits).
-    pub server_cgroups: Vec<PathBuf>,
+    /// The control groups a managed server joins (a study variant's limits) and the CPUs it
+    /// runs on.
+    pub server_place: crate::sys::Placement,
     /// Database name on managed servers, derived from the workload's build identity.
     pub default_db: String,
     /// A managed server also listens on this address of this machine, for client hosts
@@ -272,7 +273,7 @@ fn managed_mariadb(binaries: &Binaries, opts: TargetOptions) -> Result<Box<dyn T
         &data,
         opts.log_dir.as_deref(),
         &opts.server_settings,
-        &opts.server_cgroups,
+        &opts.server_place,
     )?;
     let info = mysql::MyConnInfo {
         host: "127.0.0.1".into(),
@@ -289,7 +290,7 @@ fn managed_mariadb(binaries: &Binaries, opts: TargetOptions) -> Result<Box<dyn T
 
 fn managed_galera(nodes: usize, opts: TargetOptions) -> Result<Box<dyn Target>> {
     let data = opts.data_dir.unwrap_or_else(galera::default_data_dir);
-    let cluster = galera::Galera::start(&data, nodes, &opts.server_settings, &opts.server_cgroups)?;
+    let cluster = galera::Galera::start(&data, nodes, &opts.server_settings, &opts.server_place)?;
     let ports = cluster.ports();
     let info = mysql::MyConnInfo {
         host: "127.0.0.1".into(),
@@ -312,8 +313,7 @@ fn managed_postgres(binaries: &Binaries, opts: TargetOptions) -> Result<Box<dyn 
     };
     let mut settings = opts.server_settings.clone();
     settings.extend(opts.listen.as_ref().map(|a| ("listen_addresses".to_string(), format!("127.0.0.1,{a}"))));
-    let server =
-        managed_pg::ManagedPg::start(binaries, &data, opts.log_dir.as_deref(), &settings, &opts.server_cgroups)?;
+    let server = managed_pg::ManagedPg::start(binaries, &data, opts.log_dir.as_deref(), &settings, &opts.server_place)?;
     let password = opts.listen.as_ref().map(|_| server.admit_remote()).transpose()?;
     let info = postgres::PgConnInfo {
         host: opts.listen.clone().unwrap_or_else(|| "127.0.0.1".into()),

@@ -45,7 +45,7 @@ fn a_variant_runs_the_server_of_its_own_installation_directory() {
     let (other, packaged) = (records(&out, "other"), records(&out, "packaged"));
     assert_eq!((other.len(), packaged.len()), (2, 2), "two blocks");
     // The server the kernel ran, read from /proc by dbvs.
-    let from = format!(" from {}/bin/postgres in ", prefix.display());
+    let from = format!(" from {}/bin/postgres on CPUs ", prefix.display());
     assert!(other.iter().all(|r| location(r).contains(&from)), "{:?}", other.iter().map(location).collect::<Vec<_>>());
     assert!(
         packaged.iter().all(|r| !location(r).contains(" from ")),

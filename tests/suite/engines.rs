@@ -29,12 +29,12 @@ impl Place {
         let (data, log) = (dir.path().join("server"), dir.path().join("log"));
         let server = match engine {
             Engine::Sqlite => Server::Sqlite,
-            Engine::Postgres => {
-                Server::Postgres(ManagedPg::start(&Binaries::Packaged, &data, Some(&log), &[], &[]).unwrap())
-            }
-            Engine::Mariadb => {
-                Server::Mariadb(ManagedMaria::start(&Binaries::Packaged, &data, Some(&log), &[], &[]).unwrap())
-            }
+            Engine::Postgres => Server::Postgres(
+                ManagedPg::start(&Binaries::Packaged, &data, Some(&log), &[], &Default::default()).unwrap(),
+            ),
+            Engine::Mariadb => Server::Mariadb(
+                ManagedMaria::start(&Binaries::Packaged, &data, Some(&log), &[], &Default::default()).unwrap(),
+            ),
         };
         Self { dir, server }
     }

@@ -43,7 +43,8 @@ fn a_cluster_runs_checks_and_holds_the_work_on_every_node() {
     assert!(!mariadbd_under(&data), "a node outlived its run");
 
     // Every node holds every committed transaction of the kept copy.
-    let cluster = Galera::start(&data, 3, &[("innodb_buffer_pool_size".into(), "64M".into())], &[]).unwrap();
+    let cluster =
+        Galera::start(&data, 3, &[("innodb_buffer_pool_size".into(), "64M".into())], &Default::default()).unwrap();
     for port in cluster.ports() {
         let url = format!("mysql://dbvs@127.0.0.1:{port}/kept");
         let target = dbvs::targets::open(&url.parse().unwrap(), TargetOptions::default()).unwrap();

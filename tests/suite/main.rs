@@ -18,6 +18,7 @@ mod galera;
 mod ladder;
 mod limits;
 mod mariadb;
+mod placement;
 mod postgres;
 mod remote;
 mod seeds;

@@ -86,8 +86,14 @@ fn a_worker_session_logs_in_with_a_password_and_reads_every_column_type() {
     use dbvs::targets::managed_maria::ManagedMaria;
     use dbvs::targets::{sql, TargetOptions};
     let dir = reachable_tempdir();
-    let server =
-        ManagedMaria::start(&dbvs::targets::Binaries::Packaged, &dir.path().join("maria"), None, &[], &[]).unwrap();
+    let server = ManagedMaria::start(
+        &dbvs::targets::Binaries::Packaged,
+        &dir.path().join("maria"),
+        None,
+        &[],
+        &Default::default(),
+    )
+    .unwrap();
     let connect = |user: &str, password: Option<&str>, db: &str| {
         let url = format!("mysql://{user}@127.0.0.1:{}/{db}", server.port);
         let opts = TargetOptions { password: password.map(String::from), ..Default::default() };

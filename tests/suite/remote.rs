@@ -179,7 +179,7 @@ impl Server {
                 let listen =
                     std::iter::once("127.0.0.1".to_string()).chain((1..=HOSTS).map(|i| format!("10.231.{i}.1")));
                 let settings = [("listen_addresses".to_string(), listen.collect::<Vec<_>>().join(","))];
-                let pg = ManagedPg::start(&Binaries::Packaged, &data, None, &settings, &[]).unwrap();
+                let pg = ManagedPg::start(&Binaries::Packaged, &data, None, &settings, &Default::default()).unwrap();
                 let hba = pg.data_dir().join("pg_hba.conf");
                 let mut rules = std::fs::read_to_string(&hba).unwrap();
                 rules.push_str("host all all 10.231.0.0/16 trust\n");
@@ -192,8 +192,9 @@ impl Server {
                 // No reverse lookups of the clients' addresses: this machine has no DNS.
                 let settings =
                     [("bind-address", "0.0.0.0"), ("skip-name-resolve", "ON")].map(|(k, v)| (k.into(), v.into()));
-                let server =
-                    Self::Mariadb(ManagedMaria::start(&Binaries::Packaged, &data, None, &settings, &[]).unwrap());
+                let server = Self::Mariadb(
+                    ManagedMaria::start(&Binaries::Packaged, &data, None, &settings, &Default::default()).unwrap(),
+                );
                 server.admin("CREATE USER 'dbvs'@'10.231.%'");
                 server.admin("GRANT ALL ON *.* TO 'dbvs'@'10.231.%'");
                 server
