@@ -5,7 +5,7 @@
 //! each run, set the run's throughput. In A/A studies of TPC-B on two managed PostgreSQL
 //! servers (two workers each, this 2-vCPU VM) the per-block noise of TPS was 21-27% with
 //! the servers free and 1.1-1.5% with every server process on one CPU (docs/methodology.md,
-//! "The same CPUs").
+//! "The servers' CPUs").
 
 use super::allowed_cpus;
 use anyhow::Result;
