@@ -113,9 +113,22 @@ fn tmpdir(data: &Path) -> PathBuf {
     data.join("tmp")
 }
 
+/// The server's socket: in its data directory, or, where that path is longer than a socket
+/// address holds (107 bytes; mariadbd refuses to start), in /tmp under a name derived from
+/// the data directory.
 fn socket(data: &Path) -> PathBuf {
-    data.join("mariadbd.sock")
+    let beside = data.join("mariadbd.sock");
+    if beside.as_os_str().len() <= SOCKET_PATH_MAX {
+        return beside;
+    }
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    data.hash(&mut h);
+    PathBuf::from(format!("/tmp/dbvs-mariadb-{:016x}.sock", h.finish()))
 }
+
+/// The longest path a Unix socket address takes (`sun_path` less its terminating zero).
+const SOCKET_PATH_MAX: usize = 107;
 
 /// Settings MariaDB fixes when its data directory is installed: the install's bootstrap
 /// server takes them too, or the server would refuse the data directory.
@@ -456,4 +469,20 @@ fn not_ready(e: &anyhow::Error) -> bool {
         Some(mysql::Error::MySqlError(m)) => m.code == 1047,
         _ => false,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_socket_path_too_long_for_an_address_moves_to_tmp_per_data_directory() {
+        let short = Path::new("/var/tmp/d");
+        assert_eq!(socket(short), short.join("mariadbd.sock"));
+        let long = PathBuf::from(format!("/work/{}/data/server.run-1", "x".repeat(100)));
+        let (a, b) = (socket(&long), socket(&long.with_file_name("server.run-2")));
+        assert!(a.starts_with("/tmp") && a.as_os_str().len() <= SOCKET_PATH_MAX, "{}", a.display());
+        assert_eq!(a, socket(&long), "the same data directory, the same socket");
+        assert_ne!(a, b, "another data directory, another socket");
+    }
 }
