@@ -146,7 +146,7 @@ pub fn thread_cpu() -> std::time::Duration {
 /// one would carry that into the comparison.
 pub fn pin_thread(i: usize) -> Result<usize> {
     let cpus = allowed_cpus()?;
-    let Some(&cpu) = cpus.get(i % cpus.len().max(1)) else {
+    let Some(cpu) = worker_cpu(&cpus, i) else {
         bail!("this thread may run on no CPU");
     };
     // SAFETY: a zeroed cpu_set_t is a valid empty set; the call only reads the set we pass,
@@ -159,6 +159,11 @@ pub fn pin_thread(i: usize) -> Result<usize> {
         }
     }
     Ok(cpu)
+}
+
+/// The CPU worker `i` is pinned to among `cpus` (round robin).
+fn worker_cpu(cpus: &[usize], i: usize) -> Option<usize> {
+    cpus.get(i % cpus.len().max(1)).copied()
 }
 
 /// The CPUs the calling thread may run on.

@@ -7,7 +7,7 @@
 //! the servers free and 1.1-1.5% with every server process on one CPU (docs/methodology.md,
 //! "The servers' CPUs").
 
-use super::allowed_cpus;
+use super::{allowed_cpus, worker_cpu};
 use anyhow::Result;
 use std::path::PathBuf;
 
@@ -46,7 +46,7 @@ impl Placement {
 /// the placement that measured steadiest).
 pub fn server_cpus(threads: usize) -> Result<Vec<usize>> {
     let cpus = allowed_cpus()?;
-    let workers: Vec<usize> = (0..threads).map(|i| cpus[i % cpus.len()]).collect();
+    let workers: Vec<usize> = (0..threads).filter_map(|i| worker_cpu(&cpus, i)).collect();
     let free: Vec<usize> = cpus.iter().copied().filter(|c| !workers.contains(c)).collect();
     Ok(if free.is_empty() { cpus.last().copied().into_iter().collect() } else { free })
 }
