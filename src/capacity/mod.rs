@@ -193,7 +193,7 @@ pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::Capaci
         std::fs::create_dir_all(out.join(sub)).with_context(|| format!("cannot create {}", out.display()))?;
     }
     let exe = std::env::current_exe()?;
-    let work = launch::WorkDir::new(out, &format!("capacity search {} work directory", file.name))?;
+    let work = launch::WorkDir::new(out, &format!("capacity search {} work directory", file.name), &file.target.disk)?;
     let ctx = launch::Context {
         exe: &exe,
         out,

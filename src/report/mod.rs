@@ -48,6 +48,10 @@ pub struct Design {
     /// when the variants ran alone.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub background: Vec<String>,
+    /// Under a memory limit, what the runs read from: a disk model, or the host's disk and
+    /// what that costs the precision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk: Option<String>,
 }
 
 impl Design {
@@ -57,7 +61,10 @@ impl Design {
             Some(why) => format!("each variant from a run process of its own ({why})"),
             None => "within one run per block".into(),
         };
-        let line = self.how_measured(&runs);
+        let mut line = self.how_measured(&runs);
+        if let Some(disk) = &self.disk {
+            line = format!("{line}; {disk}");
+        }
         if self.background.is_empty() {
             return line;
         }
@@ -570,6 +577,7 @@ pub(crate) mod sample {
                 variants_alone: vec![],
                 own_processes_because: None,
                 background: vec![],
+                disk: None,
             }],
             regime: vec![Regime { workload: "ds2".into(), runs: 6, in_cache: vec!["block 2 plain".into()] }],
             ladder: vec![],

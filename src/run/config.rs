@@ -26,11 +26,79 @@ pub struct TargetConfig {
     /// nodes (`managed-galera:N`), the variant's settings on every node.
     #[serde(default)]
     pub nodes: Option<usize>,
+    /// The disk under every variant's storage, pristine databases and copies: the host's
+    /// (the output directory's file system), or `"ram"`, a RAM disk model.
+    #[serde(default, skip_serializing_if = "Disk::is_host")]
+    pub disk: Disk,
 }
 
 impl Default for TargetConfig {
     fn default() -> Self {
-        Self { engine: crate::targets::Engine::Sqlite, settings: Default::default(), listen: None, nodes: None }
+        Self {
+            engine: crate::targets::Engine::Sqlite,
+            settings: Default::default(),
+            listen: None,
+            nodes: None,
+            disk: Disk::Host,
+        }
+    }
+}
+
+/// The disk a study's (or capacity search's) work directory lives on. `"ram"` is
+/// [`crate::sys::ramdisk`]'s model: page-cache misses read from a block device that takes the
+/// same time for every read, so a run larger than memory reads the same bytes per unit
+/// every time; `{ model = "ram", size = "4GB" }` sizes it (2GB by default, taken from RAM).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(tag = "model", rename_all = "kebab-case")]
+pub enum Disk {
+    #[default]
+    Host,
+    Ram {
+        size: String,
+    },
+}
+
+impl Disk {
+    fn is_host(&self) -> bool {
+        *self == Disk::Host
+    }
+
+    /// The RAM disk's size in bytes (`None` on the host's disk).
+    pub fn ram_bytes(&self) -> Result<Option<u64>> {
+        let Disk::Ram { size } = self else { return Ok(None) };
+        let bytes = crate::sys::units::parse_bytes(size).map_err(|e| anyhow::anyhow!("disk size: {e}"))?;
+        if bytes < 64 << 20 {
+            anyhow::bail!("disk size '{size}' is too small for a RAM disk: at least 64MB");
+        }
+        Ok(Some(bytes))
+    }
+}
+
+/// `disk = "ram"` (or `"host"`), or `disk = { model = "ram", size = "4GB" }`.
+impl<'de> Deserialize<'de> for Disk {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let forms = "disk is \"host\", \"ram\" or { model = \"ram\", size = \"4GB\" }";
+        let (model, size) = match toml::Value::deserialize(d)? {
+            toml::Value::String(m) => (m, None),
+            toml::Value::Table(t) => {
+                let text = |k: &str| t.get(k).map(|v| v.as_str().map(str::to_string));
+                match (text("model"), text("size"), t.keys().all(|k| k == "model" || k == "size")) {
+                    (Some(Some(model)), None, true) => (model, None),
+                    (Some(Some(model)), Some(Some(size)), true) => (model, Some(size)),
+                    _ => return Err(D::Error::custom(forms)),
+                }
+            }
+            _ => return Err(D::Error::custom(forms)),
+        };
+        match (model.as_str(), size) {
+            ("host", None) => Ok(Disk::Host),
+            ("ram", size) => Ok(Disk::Ram { size: size.unwrap_or_else(|| "2GB".into()) }),
+            ("host", Some(_)) => {
+                Err(D::Error::custom("disk \"host\" takes no size: it is the disk the output directory is on"))
+            }
+            (other, _) => Err(D::Error::custom(format!("no disk model '{other}': {forms}"))),
+        }
     }
 }
 

@@ -72,25 +72,51 @@ pub fn prepare(ctx: &Context, v: &VariantConfig, dir: &Path, workloads: &[Worklo
 }
 
 /// The directory variants set themselves up in, under the output directory: removed at
-/// the end, or by the watchdog or the next dbvs command if this process is killed.
+/// the end, or by the watchdog or the next dbvs command if this process is killed. On a
+/// RAM disk (`disk = "ram"`), its file system is mounted inside.
 pub struct WorkDir {
-    dir: tempfile::TempDir,
+    ram: Option<crate::sys::ramdisk::RamDisk>,
+    /// Undone (a RAM disk unmounted, then the directory removed) before `dir` drops.
     _lease: crate::sys::lease::Lease,
+    dir: tempfile::TempDir,
 }
 
 impl WorkDir {
-    pub fn new(out: &Path, what: &str) -> Result<Self> {
+    pub fn new(out: &Path, what: &str, disk: &super::config::Disk) -> Result<Self> {
         let dir = tempfile::Builder::new().prefix(".work-").tempdir_in(out)?;
         // Managed servers run as their own system users and must be able to reach their data.
         std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
         let mut lease = crate::sys::lease::Lease::new(what)?;
         lease.push(crate::sys::lease::Step::RemoveDir { path: dir.path().to_path_buf() })?;
-        Ok(Self { dir, _lease: lease })
+        let ram = match disk.ram_bytes()? {
+            Some(bytes) => Some(ram_disk(dir.path(), bytes, &mut lease)?),
+            None => None,
+        };
+        Ok(Self { ram, _lease: lease, dir })
     }
 
     pub fn path(&self) -> &Path {
-        self.dir.path()
+        self.ram.as_ref().map_or(self.dir.path(), |r| r.path())
     }
+
+    /// What the variants' storage stands on, when it is not the host's disk.
+    pub fn disk_model(&self) -> Option<String> {
+        self.ram.as_ref().map(|r| r.describe())
+    }
+}
+
+/// A RAM disk of `bytes` inside `dir`, if this machine has the memory for it.
+fn ram_disk(dir: &Path, bytes: u64, lease: &mut crate::sys::lease::Lease) -> Result<crate::sys::ramdisk::RamDisk> {
+    let available = crate::host::available_memory()?;
+    if bytes > available / 2 {
+        bail!(
+            "disk = \"ram\" of {:.1} GB would take more than half the memory available now ({:.1} GB); give a \
+             smaller size, e.g. disk = {{ model = \"ram\", size = \"1GB\" }}",
+            bytes as f64 / 1e9,
+            available as f64 / 1e9
+        );
+    }
+    crate::sys::ramdisk::RamDisk::make(dir, bytes, lease)
 }
 
 /// The database a run uses: target, workload, size, seed and encryption. A managed

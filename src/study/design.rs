@@ -4,6 +4,7 @@
 
 use super::file::{StudyFile, WorkloadConfig};
 use crate::report::Design;
+use crate::run::config::Disk;
 use crate::variants::VariantConfig;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::time::Duration;
@@ -65,6 +66,7 @@ impl StudyFile {
             variants_alone: vec![],
             own_processes_because: None,
             background: vec![],
+            disk: self.disk_note(w),
         };
         if let Some(why) = w.why_alone() {
             return alone(why);
@@ -101,7 +103,22 @@ impl StudyFile {
             variants_alone,
             own_processes_because,
             background,
+            disk: self.disk_note(w),
         }
+    }
+
+    /// Under a memory limit, what the runs read from storage: a RAM disk model, or the
+    /// host's disk, whose readahead and bursts make the bytes read per unit vary by run
+    /// (docs/methodology.md, "The disk under a memory limit").
+    fn disk_note(&self, w: &WorkloadConfig) -> Option<String> {
+        w.memory.as_ref()?;
+        Some(match self.target.disk {
+            Disk::Ram { .. } => "reads from storage come from a RAM disk model ([target] disk = \"ram\")".into(),
+            Disk::Host => "reads from storage come from the host's disk, whose readahead and bursts make the \
+                           bytes read per unit vary by run; [target] disk = \"ram\" reads from a disk model that \
+                           does not"
+                .into(),
+        })
     }
 }
 
@@ -123,6 +140,24 @@ mod tests {
     fn designs(text: &str) -> Vec<Design> {
         let study = StudyFile::parse("t.toml", text).unwrap();
         study.workloads.iter().map(|w| study.design(w)).collect()
+    }
+
+    #[test]
+    fn under_a_memory_limit_the_design_says_what_the_runs_read_from() {
+        let study = |target: &str| {
+            designs(&format!(
+                "name = \"t\"\n{target}[[workloads]]\nname = \"ds2\"\n[[workloads]]\nname = \"tpcb\"\nmemory = \"64MB\"\n{VARIANTS}"
+            ))
+        };
+        let host = study("");
+        assert_eq!(host[0].disk, None, "in cache, nothing is read from storage");
+        assert!(host[1].text().contains("the host's disk, whose readahead and bursts make the bytes read per unit vary by run; [target] disk = \"ram\""), "{}", host[1].text());
+        let ram = study("[target]\ndisk = \"ram\"\n");
+        assert!(
+            ram[1].text().ends_with("reads from storage come from a RAM disk model ([target] disk = \"ram\")"),
+            "{}",
+            ram[1].text()
+        );
     }
 
     const VARIANTS: &str =

@@ -113,11 +113,14 @@ fn run_blocks(
     let budget = opts.budget.unwrap_or(study.budget);
     let out_dir = opts.out.clone().unwrap_or_else(|| default_out(&study.name, id));
     let started_at = now();
-    let (work, live_dir, live) = open_output(&out_dir, id, opts.metrics_addr.as_deref())?;
+    let (work, live_dir, live) = open_output(&out_dir, id, opts.metrics_addr.as_deref(), &study.target.disk)?;
     let exe = std::env::current_exe()?;
     let ctx = study.launcher(&exe, &out_dir, work.path(), live_dir.as_deref());
 
     eprintln!("study {id} '{}': results store {}, output {}", study.name, store.path.display(), out_dir.display());
+    if let Some(disk) = work.disk_model() {
+        eprintln!("disk: {disk}");
+    }
     for w in &study.warnings {
         eprintln!("warning: {w}");
     }
@@ -237,12 +240,13 @@ fn open_output(
     out_dir: &Path,
     id: i64,
     metrics_addr: Option<&str>,
+    disk: &crate::run::config::Disk,
 ) -> Result<(WorkDir, Option<PathBuf>, Option<crate::openmetrics::Exporter>)> {
     for sub in ["runs", "logs"] {
         std::fs::create_dir_all(out_dir.join(sub))
             .with_context(|| format!("cannot create {}; choose a writable --out", out_dir.display()))?;
     }
-    let work = WorkDir::new(out_dir, &format!("study {id} work directory"))?;
+    let work = WorkDir::new(out_dir, &format!("study {id} work directory"), disk)?;
     let live_dir = metrics_addr.is_some().then(|| work.path().join("live"));
     if let Some(dir) = &live_dir {
         std::fs::create_dir_all(dir)?;

@@ -10,6 +10,7 @@ pub mod mounts;
 pub mod names;
 pub mod placement;
 pub mod private;
+pub mod ramdisk;
 pub mod tree;
 pub mod units;
 

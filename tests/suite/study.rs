@@ -252,6 +252,41 @@ fn a_postgres_study_puts_the_data_directory_on_the_encrypted_layer() {
 }
 
 #[test]
+fn a_study_on_the_ram_disk_model_reads_from_it_under_its_memory_limit_and_unmounts_it() {
+    let _share = share();
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_study(
+        dir.path(),
+        "name = \"ram\"\nblocks = { min = 2, max = 2 }\n[target]\ndisk = { model = \"ram\", size = \"512MB\" }\n\
+         [workload]\nname = \"ds2\"\nsize = \"48MB\"\nmemory = \"32MB\"\nthreads = 2\nduration = \"1s\"\nwarmup = \"0.5s\"\n\
+         [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
+         [[variants]]\nname = \"fscrypt\"\nkind = \"fscrypt\"\nimage_size = \"128MB\"\n",
+    );
+    let out = dir.path().join("out");
+    let o = dbvs(&["study", &f, "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("disk: a RAM disk model (ext4 on /dev/loop"), "{}", stderr(&o));
+    let r = report(&out);
+    assert_eq!(r["status"], "completed", "{}", r["cause"]);
+    let design = r["design"][0]["disk"].as_str().unwrap();
+    assert!(design.contains("a RAM disk model"), "{design}");
+    // Every run read from storage: none ran in cache, and each one's bytes read are its own.
+    assert_eq!(r["regime"][0]["in_cache"], serde_json::json!([]), "{}", r["regime"]);
+    for run in std::fs::read_dir(out.join("runs")).unwrap().map(|e| e.unwrap().path()) {
+        if run.to_str().unwrap().ends_with("ds2.json") {
+            let record: serde_json::Value = serde_json::from_slice(&std::fs::read(&run).unwrap()).unwrap();
+            let read = record[0]["measures"].as_array().unwrap().iter().find(|m| m["name"] == "storage KB read per unit");
+            assert!(read.is_some_and(|m| m["value"].as_f64().unwrap() > 0.0), "{}: {read:?}", run.display());
+            // The copies lived on the RAM disk's file system.
+            assert!(record[0]["target"]["location"].as_str().unwrap().contains("/disk/"), "{}", record[0]["target"]);
+        }
+    }
+    no_mounts_under(dir.path());
+    let loops = std::process::Command::new("losetup").arg("-a").output().unwrap();
+    assert!(!stdout(&loops).contains(dir.path().to_str().unwrap()), "{}", stdout(&loops));
+}
+
+#[test]
 fn a_seed_002_study_compares_tpcc_profiles_and_batch_statements_on_postgres() {
     let _share = long_share();
     let dir = reachable_tempdir();

@@ -314,6 +314,7 @@ impl StudyFile {
                 );
             }
         }
+        self.target.disk.ram_bytes().map_err(|e| anyhow::anyhow!("{}{e}", at("disk")))?;
         if let Some(c) = &self.clients {
             if matches!(self.interleave, Some(super::design::Interleave::Every(_))) {
                 bail!("{}[clients] runs the workers on other hosts; interleaved variants take turns in one process here: drop interleave", at("interleave"));

@@ -164,6 +164,26 @@ fn a_workload_s_memory_limit_and_a_variant_s_limits_on_one_process_are_refused()
 }
 
 #[test]
+fn the_disk_is_the_host_s_a_ram_model_or_a_one_line_error() {
+    use crate::run::config::Disk;
+    let with = |disk: &str| load(&GOOD.replace("[workload]\n", &format!("[target]\ndisk = {disk}\n[workload]\n")));
+    assert_eq!(load(GOOD).unwrap().target.disk, Disk::Host);
+    assert_eq!(with("\"ram\"").unwrap().target.disk, Disk::Ram { size: "2GB".into() });
+    let sized = with("{ model = \"ram\", size = \"512MB\" }").unwrap().target.disk;
+    assert_eq!((sized.ram_bytes().unwrap(), sized.clone()), (Some(512 << 20), Disk::Ram { size: "512MB".into() }));
+    for (bad, says) in [
+        ("\"ssd\"", "no disk model 'ssd': disk is \"host\", \"ram\" or"),
+        ("{ model = \"ram\", sise = \"1GB\" }", "disk is \"host\", \"ram\" or { model = \"ram\", size = \"4GB\" }"),
+        ("{ model = \"host\", size = \"1GB\" }", "disk \"host\" takes no size"),
+        ("{ model = \"ram\", size = \"1MB\" }", "disk size '1MB' is too small for a RAM disk: at least 64MB"),
+        ("{ model = \"ram\", size = \"lots\" }", "disk size:"),
+    ] {
+        let e = with(bad).unwrap_err().to_string();
+        assert!(e.contains(says) && e.contains("line"), "{bad}: {e}");
+    }
+}
+
+#[test]
 fn every_study_file_key_is_in_the_reference() {
     use crate::reference_docs::{fields, Page, STUDY_FILE};
     let page = Page::of(STUDY_FILE);

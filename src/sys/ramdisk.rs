@@ -1,0 +1,114 @@
+//! A RAM disk model: an ext4 file system on a loop device whose backing file lives in a
+//! tmpfs. Reads that miss the page cache go through the block layer to the loop device, as
+//! on a disk, but every one takes the same short time: no cloud disk's bursts, no host
+//! readahead setting. It stands for a fast disk of its own kind, never for this host's disk.
+//!
+//! The backing file is allocated whole when the disk is made, so its memory is charged to
+//! the process that makes the disk. A run under a memory limit then pays only for its own
+//! page cache, as on a real disk: the loop driver would otherwise charge the backing pages
+//! to the group whose I/O first touched them, pages that no reclaim can free without swap.
+
+use super::lease::{Lease, Step};
+use super::{require, run_tool};
+use anyhow::{bail, Context, Result};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The loop device's readahead: the kernel's default for a block device (128 KiB). The
+/// host's disk may differ (8 MiB on this project's VMs), and with it the bytes a run reads.
+pub const READAHEAD_KB: u32 = 128;
+
+/// A mounted RAM disk. The lease it was made with unmounts it and frees its memory.
+pub struct RamDisk {
+    mount: PathBuf,
+    device: String,
+    bytes: u64,
+}
+
+impl RamDisk {
+    /// The tools and privileges a RAM disk needs, checked before anything is made.
+    pub fn preflight() -> Result<()> {
+        require("mkfs.ext4", "e2fsprogs")?;
+        require("mount", "mount")?;
+        require("losetup", "mount")?;
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            bail!("disk = \"ram\" mounts a file system; run dbvs as root, or leave the disk key out");
+        }
+        if !Path::new("/dev/loop-control").exists() {
+            bail!("disk = \"ram\" needs loop devices (/dev/loop-control is missing): modprobe loop");
+        }
+        Ok(())
+    }
+
+    /// Makes a RAM disk of `bytes` in `dir` (a `ram` tmpfs holding the image, and the ext4
+    /// mounted at `disk`), its undo steps in `lease`.
+    pub fn make(dir: &Path, bytes: u64, lease: &mut Lease) -> Result<Self> {
+        Self::preflight()?;
+        let ram = dir.join("ram");
+        let mount = dir.join("disk");
+        std::fs::create_dir_all(&ram)?;
+        std::fs::create_dir_all(&mount)?;
+        lease.push(Step::Unmount { path: ram.clone(), fuse: false })?;
+        // The image and the ext4's metadata: a little more than the disk.
+        let tmpfs = format!("size={},mode=0700", bytes + (bytes / 16).max(16 << 20));
+        run_tool(Command::new(require("mount", "mount")?).args(["-t", "tmpfs", "-o", &tmpfs, "tmpfs"]).arg(&ram))
+            .context("cannot mount the RAM disk's tmpfs")?;
+        let image = ram.join("disk.img");
+        allocate(&image, bytes)?;
+        run_tool(Command::new(require("mkfs.ext4", "e2fsprogs")?).args(["-q", "-F", "-E", "nodiscard"]).arg(&image))
+            .context("mkfs.ext4 failed on the RAM disk's image")?;
+        lease.push(Step::Unmount { path: mount.clone(), fuse: false })?;
+        run_tool(Command::new(require("mount", "mount")?).args(["-t", "ext4", "-o", "loop"]).arg(&image).arg(&mount))
+            .context("cannot loop-mount the RAM disk (needs root and loop devices)")?;
+        // Managed servers run as their own users and must reach their data directories.
+        std::fs::set_permissions(&mount, std::fs::Permissions::from_mode(0o755))?;
+        let device = super::mounts::mounted_at(&mount)
+            .map(|m| m.source)
+            .with_context(|| format!("the RAM disk at {} is not mounted", mount.display()))?;
+        set_readahead(&device)?;
+        Ok(RamDisk { mount, device, bytes })
+    }
+
+    /// Where the file system is mounted.
+    pub fn path(&self) -> &Path {
+        &self.mount
+    }
+
+    /// What a study says of it: "a RAM disk model (ext4 on /dev/loop3 over 2048 MB of RAM,
+    /// readahead 128 KB), not this host's disk".
+    pub fn describe(&self) -> String {
+        format!(
+            "a RAM disk model (ext4 on {} over {} MB of RAM, readahead {READAHEAD_KB} KB), not this host's disk",
+            self.device,
+            self.bytes >> 20
+        )
+    }
+}
+
+/// Allocates the image's every byte now (see the module's comment on whose memory it is).
+fn allocate(image: &Path, bytes: u64) -> Result<()> {
+    let file = std::fs::File::create(image)?;
+    let len = libc::off_t::try_from(bytes).context("the RAM disk is too large")?;
+    // SAFETY: the descriptor is open for writing for the duration of the call.
+    let rc = unsafe { libc::fallocate(std::os::fd::AsRawFd::as_raw_fd(&file), 0, 0, len) };
+    if rc != 0 {
+        let e = std::io::Error::last_os_error();
+        bail!("cannot allocate the RAM disk's {bytes} bytes ({e}); choose a smaller disk size");
+    }
+    Ok(())
+}
+
+/// Sets the loop device's readahead to [`READAHEAD_KB`] and reads it back.
+fn set_readahead(device: &str) -> Result<()> {
+    let name = Path::new(device).file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let knob = PathBuf::from(format!("/sys/block/{name}/queue/read_ahead_kb"));
+    std::fs::write(&knob, READAHEAD_KB.to_string())
+        .with_context(|| format!("cannot set the RAM disk's readahead ({})", knob.display()))?;
+    let now = std::fs::read_to_string(&knob)?;
+    if now.trim() != READAHEAD_KB.to_string() {
+        bail!("the RAM disk's readahead stayed at {} KB", now.trim());
+    }
+    Ok(())
+}
