@@ -16,7 +16,7 @@ pub struct BuildArgs {
 }
 
 pub fn main(args: BuildArgs) -> Result<ExitCode> {
-    let (target, workload) = args.db.db(false)?.open(&[])?;
+    let (target, workload) = args.db.db(false)?.open(&[], None)?;
     if !args.force {
         if let Some(meta) = target.pristine()? {
             ensure_identity(&workload.build_identity(), &meta, &target.info().location)

@@ -14,7 +14,7 @@ pub struct CheckArgs {
 }
 
 pub fn main(args: CheckArgs) -> Result<ExitCode> {
-    let (target, workload) = args.db.db(false)?.open(&[])?;
+    let (target, workload) = args.db.db(false)?.open(&[], None)?;
     let location = target.info().location;
     let meta = target.pristine()?.with_context(|| format!("there is no database at {location} to check"))?;
     ensure_identity(&workload.build_identity(), &meta, &location)?;

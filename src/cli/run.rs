@@ -36,7 +36,8 @@ pub struct RunArgs {
     idle: Duration,
     /// The memory the run may use, page cache included (e.g. 64MB): this process and a
     /// managed server it starts share a control group with that limit, so a database
-    /// larger than it reads from storage (needs root).
+    /// larger than it reads from storage (needs root); the server's cache is a quarter of
+    /// it unless a --server-setting sizes it.
     #[arg(long, value_name = "SIZE", value_parser = crate::sys::units::parse_bytes)]
     memory: Option<u64>,
     /// Do not record the run in the results store.

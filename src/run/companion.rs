@@ -24,7 +24,7 @@ impl Companions {
     /// missing) and settled; `None` for a run without a companion.
     pub fn set_up(spec: &RunSpec) -> Result<Option<Self>> {
         let Some(c) = &spec.companion else { return Ok(None) };
-        let (target, workload) = c.db.open(&[])?;
+        let (target, workload) = c.db.open(&[], None)?;
         if !workload.supports_instances() {
             bail!(
                 "a companion runs beside instances, so it is a throughput workload ({}), not {}",

@@ -160,7 +160,7 @@ impl SetUp {
     fn new(spec: &RunSpec, memory: Option<&mut memory::MemoryLimit>, pinned: bool) -> Result<Self> {
         let server_cpus =
             if pinned { crate::sys::placement::server_cpus(spec.pacing.load.threads as usize)? } else { vec![] };
-        let (target, workload) = spec.db.open(&server_cpus)?;
+        let (target, workload) = spec.db.open(&server_cpus, spec.memory)?;
         if spec.instances > 1 && !workload.supports_instances() {
             anyhow::bail!(
                 "--instances runs throughput workloads side by side (ds2, tpcb, tpcc); {} is a suite of timed statements",
@@ -171,6 +171,10 @@ impl SetUp {
             let meta = ensure_built(target.as_ref(), workload.as_ref())?;
             // Before anything is copied, so every page the run reads is charged to the limit.
             if let Some(m) = memory {
+                // But not the pristine's pages, which the copy reads: a host may page cold ones
+                // out between runs (proactive reclaim, e.g. DAMON's), and read back inside the
+                // limit they would take some of one run's memory and not another's.
+                crate::sys::cache_files(&target.pristine_files())?;
                 let server = crate::telemetry::server_processes(&target.watch().server_pid_files);
                 m.admit(&server, &spec.db.fuse_daemons)?;
             }
@@ -364,8 +368,13 @@ impl SetUp {
 
 /// The engine settings `spec` asks for, read back from the engine on `copy`.
 fn settings_in_force(spec: &RunSpec, copy: &dyn crate::targets::RunCopy) -> Result<BTreeMap<String, String>> {
-    let names: std::collections::BTreeSet<String> =
-        spec.db.server_settings.iter().chain(&spec.db.pragmas).map(|(name, _)| name.clone()).collect();
+    let names: std::collections::BTreeSet<String> = spec
+        .db
+        .server_settings_within(spec.memory)
+        .iter()
+        .chain(&spec.db.pragmas)
+        .map(|(name, _)| name.clone())
+        .collect();
     if names.is_empty() {
         return Ok(BTreeMap::new());
     }

@@ -86,10 +86,22 @@ impl DbSpec {
         self.workload.driven()
     }
 
+    /// A managed server's settings: the study's and the variant's, and under a run's memory
+    /// limit its cache sized to the limit unless they size it (see `cache_within`).
+    pub fn server_settings_within(&self, memory: Option<u64>) -> Vec<(String, String)> {
+        let mut settings = self.server_settings.clone();
+        if let (Some(m), Some(t)) = (memory, &self.target) {
+            if !t.is_own_server() {
+                settings.extend(targets::settings::cache_within(t.engine(), m, &self.server_settings));
+            }
+        }
+        settings
+    }
+
     /// The target and the workload. A managed server starts here, on `server_cpus` (none:
-    /// wherever the scheduler puts it), and stops when the target (and every database handed
-    /// out by it) is dropped.
-    pub fn open(&self, server_cpus: &[usize]) -> Result<(Box<dyn Target>, Box<dyn Workload>)> {
+    /// wherever the scheduler puts it), its cache sized to `memory` (the run's limit), and
+    /// stops when the target (and every database handed out by it) is dropped.
+    pub fn open(&self, server_cpus: &[usize], memory: Option<u64>) -> Result<(Box<dyn Target>, Box<dyn Workload>)> {
         let key = self.key_file.as_deref().map(|f| Key::from_file(f, self.key_kind)).transpose()?;
         let workload = self.workload()?;
         let password = self.password_file.as_deref().map(crate::sys::read_secret_file).transpose()?;
@@ -110,7 +122,7 @@ impl DbSpec {
                 password,
                 data_dir: self.data_dir.clone(),
                 log_dir: self.log_dir.clone(),
-                server_settings: self.server_settings.clone(),
+                server_settings: self.server_settings_within(memory),
                 pragmas: self.pragmas.clone(),
                 server_place: crate::sys::Placement { cgroups: server_cgroups, cpus: server_cpus.to_vec() },
                 default_db,

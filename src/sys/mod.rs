@@ -132,6 +132,26 @@ pub fn drop_caches() -> Result<()> {
     })
 }
 
+/// Reads every file under `paths` (files, or directories walked) through the page cache,
+/// so their pages are cached and charged to this process's memory group now. Returns the
+/// bytes read. A file that vanishes meanwhile (a server's temporary file) is passed over.
+pub fn cache_files(paths: &[PathBuf]) -> Result<u64> {
+    let mut bytes = 0;
+    let mut todo: Vec<PathBuf> = paths.to_vec();
+    while let Some(path) = todo.pop() {
+        let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
+        if meta.is_dir() {
+            let entries = std::fs::read_dir(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            todo.extend(entries.filter_map(|e| e.ok().map(|e| e.path())));
+        } else if meta.is_file() {
+            if let Ok(mut f) = std::fs::File::open(&path) {
+                bytes += std::io::copy(&mut f, &mut std::io::sink()).unwrap_or(0);
+            }
+        }
+    }
+    Ok(bytes)
+}
+
 /// CPU time the calling thread has used so far (user and system).
 pub fn thread_cpu() -> std::time::Duration {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };

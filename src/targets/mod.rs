@@ -97,6 +97,11 @@ pub trait Target: Send + Sync {
     fn diagnostics(&self) -> Option<String> {
         None
     }
+    /// What a fresh copy reads: the pristine database's file, or a managed server's pristine
+    /// data directory. A run under a memory limit reads them in before it joins the limit.
+    fn pristine_files(&self) -> Vec<PathBuf> {
+        vec![]
+    }
     /// What telemetry watches for this target: its data's directories and, for a server
     /// dbvs runs, the server's pid file.
     fn watch(&self) -> Watch;

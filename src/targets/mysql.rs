@@ -253,6 +253,10 @@ impl Target for MyTarget {
         ]))
     }
 
+    fn pristine_files(&self) -> Vec<std::path::PathBuf> {
+        self.managed.iter().map(|m| m.data_dir().to_path_buf()).collect()
+    }
+
     fn pristine(&self) -> Result<Option<BuildMeta>> {
         let exists: Option<String> = self.info.connect(None)?.exec_first(
             "SELECT schema_name FROM information_schema.schemata WHERE schema_name = ?",

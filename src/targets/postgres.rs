@@ -193,6 +193,10 @@ impl Target for PgTarget {
         self.server.as_ref().map(|s| format!("server log: {}", s.log_tail()))
     }
 
+    fn pristine_files(&self) -> Vec<std::path::PathBuf> {
+        self.server.iter().map(|s| s.data_dir()).collect()
+    }
+
     fn watch(&self) -> super::Watch {
         super::Watch::server(&self.server)
     }

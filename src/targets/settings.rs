@@ -29,6 +29,21 @@ pub fn parse_setting(s: &str) -> Result<(String, String)> {
     Ok((k.into(), v.into()))
 }
 
+/// A managed server's own cache under a run's memory limit, when the settings do not size
+/// it: a quarter of the limit, as PostgreSQL's documentation suggests for shared_buffers
+/// (of the machine's RAM, which the limit stands for). The engines' defaults (128MB of
+/// shared buffers, a 128MB InnoDB buffer pool) would overflow a smaller limit with memory
+/// that no reclaim can free, and the kernel would kill the server.
+pub fn cache_within(engine: Engine, memory: u64, settings: &[(String, String)]) -> Option<(String, String)> {
+    let name = match engine {
+        Engine::Postgres => "shared_buffers",
+        Engine::Mariadb => "innodb_buffer_pool_size",
+        Engine::Sqlite => return None,
+    };
+    let given = settings.iter().any(|(k, _)| k == name);
+    (!given).then(|| (name.to_string(), format!("{}kB", memory / 4 / 1024)))
+}
+
 /// Checks a setting's name and value as text before any engine starts: letters, digits and
 /// a few marks, so a value can go on a server's command line or into a pragma safely.
 pub fn check_text(engine: Engine, name: &str, value: &str) -> Result<()> {
@@ -207,6 +222,17 @@ mod tests {
     #[test]
     fn settings_are_plain_words() {
         assert_eq!(parse_setting("shared_buffers=256MB").unwrap(), ("shared_buffers".into(), "256MB".into()));
+    }
+
+    #[test]
+    fn under_a_memory_limit_a_server_s_cache_takes_a_quarter_unless_the_settings_size_it() {
+        let limit = 64 << 20;
+        let set = |k: &str| vec![(k.to_string(), "8MB".to_string())];
+        assert_eq!(cache_within(Engine::Postgres, limit, &[]), Some(("shared_buffers".into(), "16384kB".into())));
+        assert_eq!(cache_within(Engine::Mariadb, limit, &set("max_connections")).unwrap().0, "innodb_buffer_pool_size");
+        assert_eq!(cache_within(Engine::Postgres, limit, &set("shared_buffers")), None);
+        assert_eq!(cache_within(Engine::Mariadb, limit, &set("innodb_buffer_pool_size")), None);
+        assert_eq!(cache_within(Engine::Sqlite, limit, &[]), None);
         assert!(parse_setting("fsync").is_err());
         assert!(parse_setting("a=b c").is_err());
         assert!(parse_setting("a=$(reboot)").is_err());

@@ -207,6 +207,10 @@ impl Target for SqliteTarget {
         Ok(v)
     }
 
+    fn pristine_files(&self) -> Vec<std::path::PathBuf> {
+        vec![self.path.clone()]
+    }
+
     fn pristine(&self) -> Result<Option<super::BuildMeta>> {
         if !self.path.exists() {
             return Ok(None);

@@ -275,7 +275,8 @@ fn a_study_on_the_ram_disk_model_reads_from_it_under_its_memory_limit_and_unmoun
     for run in std::fs::read_dir(out.join("runs")).unwrap().map(|e| e.unwrap().path()) {
         if run.to_str().unwrap().ends_with("ds2.json") {
             let record: serde_json::Value = serde_json::from_slice(&std::fs::read(&run).unwrap()).unwrap();
-            let read = record[0]["measures"].as_array().unwrap().iter().find(|m| m["name"] == "storage KB read per unit");
+            let read =
+                record[0]["measures"].as_array().unwrap().iter().find(|m| m["name"] == "storage KB read per unit");
             assert!(read.is_some_and(|m| m["value"].as_f64().unwrap() > 0.0), "{}: {read:?}", run.display());
             // The copies lived on the RAM disk's file system.
             assert!(record[0]["target"]["location"].as_str().unwrap().contains("/disk/"), "{}", record[0]["target"]);
