@@ -218,6 +218,17 @@ mod tests {
     }
 
     #[test]
+    fn caching_files_reads_every_file_under_the_paths_once() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+        std::fs::write(dir.path().join("a/one"), vec![1u8; 5000]).unwrap();
+        std::fs::write(dir.path().join("a/b/two"), vec![2u8; 300]).unwrap();
+        std::fs::write(dir.path().join("three"), vec![3u8; 7]).unwrap();
+        let paths = [dir.path().join("a"), dir.path().join("three"), dir.path().join("gone")];
+        assert_eq!(cache_files(&paths).unwrap(), 5307);
+    }
+
+    #[test]
     fn workers_are_pinned_round_robin_to_the_cpus_they_may_use() {
         let allowed = allowed_cpus().unwrap();
         for i in 0..2 * allowed.len() + 1 {

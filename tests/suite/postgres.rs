@@ -58,6 +58,26 @@ fn a_managed_postgres_starts_runs_and_stops() {
 }
 
 #[test]
+fn under_a_memory_limit_a_managed_postgres_gets_a_quarter_of_it_as_shared_buffers() {
+    let _share = share();
+    let dir = reachable_tempdir();
+    let json = dir.path().join("r.json");
+    let data = dir.path().join("pgdata");
+    ok(&["run", "--target", "managed-postgres", "--data-dir", data.to_str().unwrap(), "--workload", "ds2"]
+        .into_iter()
+        .chain(["--size", "48MB", "--memory", "64MB", "--duration", "2s", "--warmup", "1s"])
+        .chain(["--json", json.to_str().unwrap(), "--no-store"])
+        .collect::<Vec<_>>());
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(r["status"], "completed", "{}", r["cause"]);
+    // Read back from the server, not copied from the spec; 128MB (the default) would not
+    // fit beside the page cache.
+    assert_eq!(r["settings"]["shared_buffers"], "16MB", "{}", r["settings"]);
+    let read = r["measures"].as_array().unwrap().iter().find(|m| m["name"] == "storage KB read per unit");
+    assert!(read.is_some_and(|m| m["value"].as_f64().unwrap() > 0.0), "larger than memory: {read:?}");
+}
+
+#[test]
 fn server_target_errors_are_one_clear_line() {
     let _turn = share();
     let check = |args: &[&str], needle: &str| {
