@@ -132,6 +132,15 @@ pub fn drop_caches() -> Result<()> {
     })
 }
 
+/// Checks that loop devices can be made here (losetup, and the loop module loaded).
+pub fn require_loop_devices() -> Result<()> {
+    require("losetup", "mount")?;
+    if !Path::new("/dev/loop-control").exists() {
+        anyhow::bail!("no loop devices (/dev/loop-control missing): load the loop module (modprobe loop)");
+    }
+    Ok(())
+}
+
 /// Reads every file under `paths` (files, or directories walked) through the page cache,
 /// so their pages are cached and charged to this process's memory group now. Returns the
 /// bytes read. A file that vanishes meanwhile (a server's temporary file) is passed over.

@@ -28,18 +28,14 @@ pub struct RamDisk {
 
 impl RamDisk {
     /// The tools and privileges a RAM disk needs, checked before anything is made.
-    pub fn preflight() -> Result<()> {
+    fn preflight() -> Result<()> {
         require("mkfs.ext4", "e2fsprogs")?;
         require("mount", "mount")?;
-        require("losetup", "mount")?;
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
             bail!("disk = \"ram\" mounts a file system; run dbvs as root, or leave the disk key out");
         }
-        if !Path::new("/dev/loop-control").exists() {
-            bail!("disk = \"ram\" needs loop devices (/dev/loop-control is missing): modprobe loop");
-        }
-        Ok(())
+        super::require_loop_devices()
     }
 
     /// Makes a RAM disk of `bytes` in `dir` (a `ram` tmpfs holding the image, and the ext4

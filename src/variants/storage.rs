@@ -166,10 +166,7 @@ impl Storage {
         }
         if let Some((fs, _)) = self.image() {
             require(fs.mkfs, fs.package)?;
-            require("losetup", "mount")?;
-            if !Path::new("/dev/loop-control").exists() {
-                bail!("no loop devices (/dev/loop-control missing): load the loop module (modprobe loop)");
-            }
+            crate::sys::require_loop_devices()?;
         }
         Ok(())
     }
