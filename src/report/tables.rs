@@ -548,7 +548,14 @@ pub fn sut(r: &StudyReport) -> Table {
             "CPU".into(),
             format!("{} ({} cores, AES-NI {})", h.cpu_model, h.cores, if h.aes_ni { "yes" } else { "no" }),
         ],
-        vec!["memory".into(), format!("{:.1} GiB", h.memory_bytes as f64 / (1u64 << 30) as f64)],
+        vec![
+            "memory".into(),
+            format!(
+                "{:.1} GiB; proactive reclaim: {}",
+                h.memory_bytes as f64 / (1u64 << 30) as f64,
+                h.proactive_reclaim.as_deref().unwrap_or("none")
+            ),
+        ],
         vec!["OS / kernel".into(), format!("{} / {}", h.os, h.kernel)],
         vec!["engine".into(), r.sut.engine.to_string()],
     ];

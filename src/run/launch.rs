@@ -15,8 +15,9 @@ use crate::sys::names::slug;
 use crate::targets::{Engine, TargetSpec};
 use crate::variants::{Prepared, VariantConfig};
 use anyhow::{bail, Context as _, Result};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::Duration;
 
 /// What every run a study (or a capacity search) launches shares.
@@ -293,7 +294,7 @@ fn run_shaped(
     let result = (|| {
         let run = RunCommand::new(ctx, &[(v, p)], w, tag, keep_for_scan, shape)?;
         let status = wait(run.cmd, run.log)?;
-        read_record(&run.json, &run.log_path, status)
+        read_record(&run.json, &run.log_path, status, run.memory)
     })();
     settle(p, result, ooms)
 }
@@ -325,6 +326,8 @@ struct RunCommand {
     json: PathBuf,
     log_path: PathBuf,
     log: std::fs::File,
+    /// The run's own memory limit (`[workload] memory`), if any.
+    memory: Option<u64>,
 }
 
 impl RunCommand {
@@ -371,7 +374,7 @@ impl RunCommand {
         });
         shape(&mut spec);
         cmd.arg("run").arg("--spec").arg(spec_file(ctx, &name, &spec)?);
-        Ok(Self { cmd, json, log_path, log })
+        Ok(Self { cmd, json, log_path, log, memory: spec.memory })
     }
 }
 
@@ -442,7 +445,7 @@ pub fn run_interleaved(
         Err(e) => return groups.iter().map(|g| g.iter().map(|_| Err(anyhow::anyhow!("{e:#}"))).collect()).collect(),
     };
     let (paths, children): (Vec<_>, Vec<_>) =
-        commands.into_iter().map(|r| ((r.json, r.log_path), (r.cmd, r.log))).unzip();
+        commands.into_iter().map(|r| ((r.json, r.log_path, r.memory), (r.cmd, r.log))).unzip();
     let statuses = match children.len() {
         1 => children.into_iter().map(|(cmd, log)| wait(cmd, log)).collect(),
         _ => super::together::run_together(children),
@@ -452,8 +455,8 @@ pub fn run_interleaved(
         .iter()
         .zip(paths.iter().zip(statuses))
         .zip(ooms)
-        .map(|((sides, ((json, log_path), status)), ooms)| {
-            let records = status.and_then(|status| read_records(json, log_path, status, sides.len()));
+        .map(|((sides, ((json, log_path, memory), status)), ooms)| {
+            let records = status.and_then(|status| read_records(json, log_path, status, *memory, sides.len()));
             match records {
                 Err(e) => sides
                     .iter()
@@ -509,23 +512,35 @@ fn run_spec(ctx: &Context, db: DbSpec, w: &WorkloadConfig, json: &Path) -> Resul
 }
 
 /// The record a finished child wrote, or why there is none.
-fn read_record(json: &Path, log_path: &Path, status: std::process::ExitStatus) -> Result<RunRecord> {
-    Ok(read_records(json, log_path, status, 1)?.remove(0))
+fn read_record(json: &Path, log_path: &Path, status: ExitStatus, memory: Option<u64>) -> Result<RunRecord> {
+    Ok(read_records(json, log_path, status, memory, 1)?.remove(0))
 }
 
-/// The `count` records a finished child wrote, or why there are none.
+/// The `count` records a finished child wrote, or why there are none; `memory` is the
+/// run's own memory limit, whose OOM killer leaves no record.
 fn read_records(
     json: &Path,
     log_path: &Path,
-    status: std::process::ExitStatus,
+    status: ExitStatus,
+    memory: Option<u64>,
     count: usize,
 ) -> Result<Vec<RunRecord>> {
     let records = match std::fs::metadata(json) {
         Ok(m) if m.len() > 0 => RunRecord::read_all(json)?,
-        _ => match tail(log_path) {
-            t if t.is_empty() => bail!("the run produced no record ({status})"),
-            t => bail!("the run produced no record ({status}): {t}"),
-        },
+        _ => {
+            let why = match (status.signal(), memory) {
+                (Some(libc::SIGKILL), Some(bytes)) => format!(
+                    "{status}: the kernel's OOM killer, as a rule, when the run and its server outgrow the run's memory \
+                     limit of {} MB; raise [workload] memory or size the server's buffers down",
+                    bytes >> 20
+                ),
+                _ => status.to_string(),
+            };
+            match tail(log_path) {
+                t if t.is_empty() => bail!("the run produced no record ({why})"),
+                t => bail!("the run produced no record ({why}): {t}"),
+            }
+        }
     };
     if records.len() != count {
         bail!("the run wrote {} records for {count} variants", records.len());

@@ -163,6 +163,7 @@ impl PacingSpec {
             injected_delay: crate::driver::InjectedSlowdown::None,
             first_worker: 0,
             worker_cpu: false,
+            engine_writes: false,
             pin_workers: false,
         }
     }

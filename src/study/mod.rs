@@ -322,6 +322,16 @@ fn run_block(
             eprintln!("variant {}: {} run failed: {cause}", a.cfg.name, w.label());
             a.failed = Some(cause);
         }
+        for c in record.iter().filter(|r| r.status == RunStatus::Completed).flat_map(|r| &r.checks).filter(|c| !c.ok) {
+            eprintln!(
+                "variant {}: {} run of block {} does not count: {}: {}",
+                a.cfg.name,
+                w.label(),
+                block + 1,
+                c.name,
+                c.detail
+            );
+        }
         for m in &plan.per_workload[wi] {
             let per_block = a.values.entry(m.key()).or_default();
             per_block.resize(block + 1, None);

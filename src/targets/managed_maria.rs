@@ -271,7 +271,15 @@ impl ManagedMaria {
         let tail = || last_lines(&error_log(data));
         while t.elapsed() < Duration::from_secs(60) {
             if let Some(status) = child.try_wait()? {
-                bail!("mariadbd exited at start ({status}; port {} busy, or a bad setting?): {}", self.port, tail());
+                use std::os::unix::process::ExitStatusExt;
+                let likely = match status.signal() {
+                    // Nothing else here sends SIGKILL to a starting server.
+                    Some(libc::SIGKILL) => "killed: under a memory limit, the kernel's OOM killer; raise the limit \
+                                           or size the server's buffers down with server settings"
+                        .to_string(),
+                    _ => format!("port {} busy, or a bad setting?", self.port),
+                };
+                bail!("mariadbd exited at start ({status}; {likely}): {}", tail());
             }
             // Ready when both listeners accept: TCP (runs) and the socket (administration).
             if std::os::unix::net::UnixStream::connect(socket(data)).is_ok()

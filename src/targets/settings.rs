@@ -29,19 +29,36 @@ pub fn parse_setting(s: &str) -> Result<(String, String)> {
     Ok((k.into(), v.into()))
 }
 
-/// A managed server's own cache under a run's memory limit, when the settings do not size
-/// it: a quarter of the limit, as PostgreSQL's documentation suggests for shared_buffers
-/// (of the machine's RAM, which the limit stands for). The engines' defaults (128MB of
-/// shared buffers, a 128MB InnoDB buffer pool) would overflow a smaller limit with memory
-/// that no reclaim can free, and the kernel would kill the server.
-pub fn cache_within(engine: Engine, memory: u64, settings: &[(String, String)]) -> Option<(String, String)> {
-    let name = match engine {
-        Engine::Postgres => "shared_buffers",
-        Engine::Mariadb => "innodb_buffer_pool_size",
-        Engine::Sqlite => return None,
+/// A managed server's fixed memory under a run's memory limit, each setting the user did not
+/// give: its own cache a quarter of the limit, as PostgreSQL's documentation suggests for
+/// shared_buffers (of the machine's RAM, which the limit stands for), and MariaDB's other
+/// buffers allocated at start (the MyISAM key cache, the Aria page cache, the InnoDB log
+/// buffer) cut to a fraction of the limit where their defaults are larger. With the
+/// defaults (128MB of shared buffers, a 128MB InnoDB buffer pool, MariaDB's 74MB of buffers
+/// at start) a small limit fills with memory no reclaim can free, and the kernel kills the
+/// server before it takes a connection.
+pub fn cache_within(engine: Engine, memory: u64, settings: &[(String, String)]) -> Vec<(String, String)> {
+    const MB: u64 = 1 << 20;
+    // (setting, fraction of the limit, the engine's default: never raised above it)
+    let sized: &[(&str, u64, Option<u64>)] = match engine {
+        Engine::Postgres => &[("shared_buffers", 4, None)],
+        Engine::Mariadb => &[
+            ("innodb_buffer_pool_size", 4, None),
+            ("key_buffer_size", 16, Some(128 * MB)),
+            ("aria_pagecache_buffer_size", 16, Some(128 * MB)),
+            ("innodb_log_buffer_size", 32, Some(16 * MB)),
+        ],
+        Engine::Sqlite => &[],
     };
-    let given = settings.iter().any(|(k, _)| k == name);
-    (!given).then(|| (name.to_string(), format!("{}kB", memory / 4 / 1024)))
+    let given = |name: &str| settings.iter().any(|(k, _)| k == name);
+    sized
+        .iter()
+        .filter(|(name, _, _)| !given(name))
+        .map(|&(name, fraction, default)| {
+            let bytes = default.map_or(memory / fraction, |d| (memory / fraction).min(d));
+            (name.to_string(), format!("{}kB", bytes / 1024))
+        })
+        .collect()
 }
 
 /// Checks a setting's name and value as text before any engine starts: letters, digits and
@@ -228,11 +245,20 @@ mod tests {
     fn under_a_memory_limit_a_server_s_cache_takes_a_quarter_unless_the_settings_size_it() {
         let limit = 64 << 20;
         let set = |k: &str| vec![(k.to_string(), "8MB".to_string())];
-        assert_eq!(cache_within(Engine::Postgres, limit, &[]), Some(("shared_buffers".into(), "16384kB".into())));
-        assert_eq!(cache_within(Engine::Mariadb, limit, &set("max_connections")).unwrap().0, "innodb_buffer_pool_size");
-        assert_eq!(cache_within(Engine::Postgres, limit, &set("shared_buffers")), None);
-        assert_eq!(cache_within(Engine::Mariadb, limit, &set("innodb_buffer_pool_size")), None);
-        assert_eq!(cache_within(Engine::Sqlite, limit, &[]), None);
+        let names = |engine, settings: &[(String, String)]| -> Vec<String> {
+            cache_within(engine, limit, settings).into_iter().map(|(k, _)| k).collect()
+        };
+        assert_eq!(cache_within(Engine::Postgres, limit, &[]), [("shared_buffers".into(), "16384kB".into())]);
+        let maria = cache_within(Engine::Mariadb, limit, &set("max_connections"));
+        assert!(maria.contains(&("innodb_buffer_pool_size".into(), "16384kB".into())), "{maria:?}");
+        assert!(maria.contains(&("aria_pagecache_buffer_size".into(), "4096kB".into())), "{maria:?}");
+        assert!(maria.contains(&("innodb_log_buffer_size".into(), "2048kB".into())), "{maria:?}");
+        assert_eq!(names(Engine::Mariadb, &set("key_buffer_size")).len(), 3);
+        let large = cache_within(Engine::Mariadb, 4 << 30, &[]);
+        assert!(large.contains(&("key_buffer_size".into(), "131072kB".into())), "never above the default: {large:?}");
+        assert!(names(Engine::Postgres, &set("shared_buffers")).is_empty());
+        assert!(!names(Engine::Mariadb, &set("innodb_buffer_pool_size")).contains(&"innodb_buffer_pool_size".into()));
+        assert!(names(Engine::Sqlite, &[]).is_empty());
         assert!(parse_setting("fsync").is_err());
         assert!(parse_setting("a=b c").is_err());
         assert!(parse_setting("a=$(reboot)").is_err());

@@ -17,6 +17,18 @@ pub struct Layer {
     /// The volume this layer lies under: "data", or "log" for a write-ahead log kept apart.
     #[serde(default = "data_volume")]
     pub volume: String,
+    /// The device's readahead (`queue/read_ahead_kb`): under a memory limit, how much a
+    /// page-cache miss reads beside the page it wants.
+    #[serde(default)]
+    pub read_ahead_kb: Option<u32>,
+}
+
+/// A block device's readahead in KB; a partition's is its disk's.
+fn read_ahead_kb(device: &str) -> Option<u32> {
+    let queue = |dir: PathBuf| std::fs::read_to_string(dir.join("queue/read_ahead_kb")).ok();
+    let dir = PathBuf::from(format!("/sys/class/block/{device}"));
+    let text = queue(dir.clone()).or_else(|| queue(dir.canonicalize().ok()?.parent()?.to_path_buf()))?;
+    text.trim().parse().ok()
 }
 
 fn data_volume() -> String {
@@ -44,6 +56,7 @@ pub fn layers(dir: &Path, volume: &str) -> Vec<Layer> {
         out.push(Layer {
             mount_point: m.mount_point.clone(),
             fs_type: m.fs_type.clone(),
+            read_ahead_kb: device.as_deref().and_then(read_ahead_kb),
             device: device.clone(),
             volume: volume.to_string(),
         });
@@ -107,6 +120,9 @@ pub fn describe(device: &str, layers: &[Layer]) -> String {
         .map(|i| format!("{} {}", layers[i].fs_type, shown(&layers[i].mount_point)))
         .collect();
     let mut text = format!("{device} ({} on {}", l.fs_type, shown(&l.mount_point));
+    if let Some(kb) = l.read_ahead_kb {
+        text += &format!(", readahead {kb} KB");
+    }
     if !above.is_empty() {
         text += &format!(", under {}", above.into_iter().rev().collect::<Vec<_>>().join(", "));
     }
@@ -131,10 +147,14 @@ mod tests {
     fn this_machine_resolves_its_root_to_a_device() {
         let l = layers(Path::new("/"), "data");
         assert_eq!(l[0].mount_point, "/");
+        if let Some(device) = &l[0].device {
+            assert!(l[0].read_ahead_kb.is_some(), "a block device ({device}) has a readahead, a partition its disk's");
+        }
     }
 
     fn layer(mount: &str, fs: &str, device: Option<&str>, volume: &str) -> Layer {
-        Layer { mount_point: mount.into(), fs_type: fs.into(), device: device.map(String::from), volume: volume.into() }
+        let device = device.map(String::from);
+        Layer { mount_point: mount.into(), fs_type: fs.into(), device, volume: volume.into(), read_ahead_kb: None }
     }
 
     #[test]
@@ -153,5 +173,7 @@ mod tests {
         assert_eq!(describe("loop4", &apart), "loop4 (ext4 on /w/log/ext4-mnt) [log volume]");
         let work = [layer("/r/out/.work-9K2NpV/v2/log/ext4-mnt", "ext4", Some("loop5"), "data")];
         assert_eq!(describe("loop5", &work), "loop5 (ext4 on variant dir/log/ext4-mnt)");
+        let ahead = [Layer { read_ahead_kb: Some(8192), ..layer("/", "ext4", Some("vda1"), "data") }];
+        assert_eq!(describe("vda1", &ahead), "vda1 (ext4 on /, readahead 8192 KB)");
     }
 }
