@@ -299,6 +299,9 @@ pub struct Comparison {
     /// Of a measure that is an amount spent: its verdict reads "higher"/"lower".
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cost: bool,
+    /// The change stated as a share of the larger side, when the study asks (`also_as`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share_of_larger: Option<crate::stats::ShareOfLarger>,
 }
 
 impl Comparison {
@@ -454,6 +457,7 @@ pub(crate) mod sample {
             estimate: near,
             left_out: vec![],
             cost: false,
+            share_of_larger: None,
         };
         let info = |n: &str| VariantInfo {
             name: n.into(),
@@ -521,6 +525,7 @@ pub(crate) mod sample {
                 estimate: est.clone(),
                 left_out: vec![],
                 cost: false,
+                share_of_larger: None,
             }],
             controls: vec![control.clone()],
             measures: vec![MeasureReport {
@@ -539,6 +544,7 @@ pub(crate) mod sample {
                     estimate: est,
                     left_out: vec![],
                     cost: false,
+                    share_of_larger: crate::stats::share_of_larger(&base, &enc, 0.95),
                 }],
                 controls: vec![control],
                 pairs: vec![],

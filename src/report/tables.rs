@@ -18,6 +18,18 @@ pub(super) fn change(e: &crate::stats::RatioEstimate) -> String {
     format!("{} [{}, {}]", pct(e.ratio), pct(e.ci.0), pct(e.ci.1))
 }
 
+/// A comparison's change and CI, and, when the study asks (`also_as`), the change as a
+/// share of the larger side; `baseline` is what a comparison without `against` is against.
+pub(super) fn change_of(c: &Comparison, baseline: &str) -> String {
+    match &c.share_of_larger {
+        Some(s) => {
+            let reference = c.against.as_deref().unwrap_or(baseline);
+            format!("{}; as a share of the larger: {}", change(&c.estimate), s.text(&c.variant, reference))
+        }
+        None => change(&c.estimate),
+    }
+}
+
 /// A verdict beside its change and CI: the word alone, or why nothing was called.
 pub(super) fn verdict_cell(c: &Comparison) -> String {
     match c.verdict {
@@ -72,7 +84,7 @@ pub fn verdicts(r: &StudyReport) -> Table {
                     vec![
                         name,
                         mean,
-                        change(e),
+                        change_of(c, &r.baseline),
                         format!("[{}, {}]", pct(e.bootstrap_ci.0), pct(e.bootstrap_ci.1)),
                         format!("{:.4} ({})", e.p_value, test_name(e.test)),
                         noise(e, r.targets().of(&c.variant, None), r.seconds_per_block),
@@ -188,7 +200,7 @@ fn against_others(
                     m.measure.name.clone(),
                     c.variant.clone(),
                     c.against.clone().unwrap_or_default(),
-                    change(e),
+                    change_of(c, &r.baseline),
                     verdict_cell(c),
                     noise(e, r.targets().of(&c.variant, c.against.as_deref()), r.seconds_per_block),
                 ]
@@ -238,7 +250,7 @@ pub fn changes(r: &StudyReport) -> Table {
             for v in &others {
                 row.push(m.comparisons.iter().find(|c| c.variant == *v).map_or("-".into(), |c| {
                     let points = base.filter(|_| m.measure.unit == "%").map(|b| points(b.mean, &c.estimate));
-                    format!("{}{} {}", change(&c.estimate), points.unwrap_or_default(), c.word())
+                    format!("{}{} {}", change_of(c, &r.baseline), points.unwrap_or_default(), c.word())
                 }));
             }
             row
@@ -476,7 +488,7 @@ pub fn per_run(r: &StudyReport) -> Table {
     rows.push(
         std::iter::once("change vs baseline".to_string())
             .chain(names.iter().map(|n| {
-                r.comparisons.iter().find(|c| c.variant == *n).map_or("baseline".into(), |c| change(&c.estimate))
+                r.comparisons.iter().find(|c| c.variant == *n).map_or("baseline".into(), |c| change_of(c, &r.baseline))
             }))
             .collect(),
     );

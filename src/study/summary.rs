@@ -146,6 +146,7 @@ fn measure_reports(
     active: &[Active],
     measures: &[Measure],
     pairs: &[(String, String)],
+    also_as: Option<super::file::AlsoAs>,
     seed: u64,
     rules: &Rules,
 ) -> Vec<MeasureReport> {
@@ -173,6 +174,10 @@ fn measure_reports(
                     estimate: e,
                     left_out: left_out(reference, a, &key),
                     cost: m.cost,
+                    share_of_larger: also_as.and_then(|_| {
+                        let (b, v) = self::pairs(reference, a, &key);
+                        crate::stats::share_of_larger(&b, &v, rules.confidence)
+                    }),
                 };
                 match c {
                     Against::Baseline => report.comparisons.push(comparison),
@@ -341,7 +346,7 @@ fn series(records: &[&RunRecord]) -> Vec<(f64, f64)> {
 pub(super) fn build(i: Inputs) -> StudyReport {
     let base = &i.active[0];
     let given: Vec<Measure> = i.measures.iter().filter(|m| !silent(i.active, i.measures, m)).cloned().collect();
-    let measures = measure_reports(i.active, &given, &i.study.compare, i.study.seed, &i.study.verdict);
+    let measures = measure_reports(i.active, &given, &i.study.compare, i.study.also_as, i.study.seed, &i.study.verdict);
     let headline = &measures[0];
     let key = headline.measure.key();
     let others: Vec<String> =

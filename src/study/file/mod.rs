@@ -60,6 +60,10 @@ pub struct StudyFile {
     /// the first of a pair is measured against the second.
     #[serde(default)]
     pub compare: Vec<(String, String)>,
+    /// Each change also stated another way beside the paired ratio: `"share-of-larger"`,
+    /// seed 003's convention (see `stats::share_of_larger`).
+    #[serde(default)]
+    pub also_as: Option<AlsoAs>,
     /// Add each encrypted variant's control (its stack without the encryption) when the
     /// study lacks it (see `study::controls`).
     #[serde(default = "yes")]
@@ -123,6 +127,14 @@ impl StudyFile {
         }
         Ok(())
     }
+}
+
+/// A second way to state each change (`also_as`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AlsoAs {
+    /// Per block, the difference as a share of the larger side, averaged over blocks.
+    ShareOfLarger,
 }
 
 fn yes() -> bool {

@@ -240,3 +240,12 @@ fn a_misspelt_key_gets_the_key_meant() {
     assert!(e.contains("unknown field `colour`") && !e.contains("did you mean"), "{e}");
     assert!(WorkloadConfig::common_keys().contains(&"threads".to_string()));
 }
+
+#[test]
+fn a_change_can_also_be_stated_as_a_share_of_the_larger_side_and_nothing_else() {
+    assert_eq!(load(GOOD).unwrap().also_as, None);
+    let with = |value: &str| load(&format!("also_as = {value}\n{GOOD}"));
+    assert_eq!(with("\"share-of-larger\"").unwrap().also_as, Some(super::AlsoAs::ShareOfLarger));
+    let e = with("\"percent\"").unwrap_err().to_string();
+    assert!(e.contains("share-of-larger") && !e.contains('\n'), "{e}");
+}
