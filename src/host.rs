@@ -22,17 +22,6 @@ pub struct HostInfo {
     pub proactive_reclaim: Option<String>,
 }
 
-/// Memory the kernel could hand out now without swapping (MemAvailable), in bytes.
-pub fn available_memory() -> anyhow::Result<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo")?;
-    let kb = text
-        .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .ok_or_else(|| anyhow::anyhow!("/proc/meminfo has no MemAvailable"))?;
-    Ok(kb * 1024)
-}
-
 /// The machine and the software versions a run ran with.
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct Env {

@@ -8,6 +8,8 @@
 //! encrypted and decrypted whole, as many times as fit in [`MIN_TIME`]; the median of the
 //! runs is reported. MB is 10^6 bytes, as `openssl speed` counts.
 
+pub mod table;
+
 use crate::measure::Measure;
 use anyhow::{bail, Context, Result};
 use openssl::cipher::{Cipher, CipherRef};

@@ -2,11 +2,11 @@
 //! "Off" runs in a child process whose OpenSSL starts with AES-NI, PCLMULQDQ, VAES and
 //! VPCLMULQDQ masked (OPENSSL_ia32cap is read once, at start-up).
 
-use crate::cipher::OPENSSL_NO_AESNI;
-use crate::cipher::{self, Algo, Series};
+use crate::cipher::table::Settings;
+use crate::cipher::{self, Algo};
 use crate::report::cipher::{self as report, CipherReport};
 use crate::sys::create_output;
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use std::io::Write;
@@ -60,39 +60,12 @@ fn threads(s: &str) -> Result<usize> {
 
 pub fn main(args: CipherArgs) -> Result<ExitCode> {
     let threads = threads(&args.threads)?;
-    let wanted = if args.sizes.is_empty() {
-        cipher::SIZES.to_vec()
-    } else {
-        args.sizes.iter().map(|s| cipher::parse_size(s)).collect::<Result<Vec<_>>>()?
-    };
-    // Use at most half the free memory, so the page cache and other work keep the rest.
-    let budget = crate::host::available_memory()? / 2;
-    let (sizes, skipped): (Vec<_>, Vec<_>) = wanted.into_iter().partition(|(_, b)| cipher::memory_needed(*b) <= budget);
-    if sizes.is_empty() {
-        bail!("not enough free memory for any of the buffer sizes; free some memory or choose smaller --sizes");
-    }
+    let wanted = args.sizes.iter().map(|s| cipher::parse_size(s)).collect::<Result<Vec<_>>>()?;
     let (json_out, html_out) =
         (args.json.as_deref().map(create_output).transpose()?, args.html.as_deref().map(create_output).transpose()?);
-    let mut series = Vec::new();
-    if args.aesni != AesNi::Off {
-        series.extend(cipher::measure_here(&args.ciphers, &sizes, threads, args.runs as usize)?);
-    }
-    if args.aesni != AesNi::On {
-        series.extend(measure_masked(&args, &sizes)?);
-    }
-    let r = CipherReport {
-        status: crate::status::Status::Completed,
-        workload: "cipher",
-        headline: cipher::throughput(&series),
-        measures: vec![cipher::throughput(&series)],
-        metrics: cipher::metrics(&series),
-        host: crate::host::collect(),
-        openssl: openssl::version::version().to_string(),
-        threads,
-        runs: args.runs as usize,
-        series,
-        skipped_sizes: skipped.iter().map(|(l, _)| l.to_string()).collect(),
-    };
+    let aesni = Settings { on: args.aesni != AesNi::Off, off: args.aesni != AesNi::On };
+    let table = cipher::table::measure(&args.ciphers, &wanted, threads, args.runs as usize, aesni)?;
+    let r = CipherReport::new(table, crate::host::collect());
     print(&r);
     if let (Some(mut f), Some(p)) = (json_out, &args.json) {
         serde_json::to_writer_pretty(&mut f, &r)?;
@@ -104,28 +77,6 @@ pub fn main(args: CipherArgs) -> Result<ExitCode> {
         eprintln!("report written to {}", p.display());
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Measures in a child whose OpenSSL has AES-NI masked.
-fn measure_masked(args: &CipherArgs, sizes: &[(&str, usize)]) -> Result<Vec<Series>> {
-    let dir = tempfile::tempdir()?;
-    let json = dir.path().join("off.json");
-    let mut cmd = std::process::Command::new(std::env::current_exe()?);
-    cmd.args(["cipher", "--aesni", "on", "--threads", &args.threads, "--runs", &args.runs.to_string()]);
-    for c in &args.ciphers {
-        cmd.args(["--cipher", c.name()]);
-    }
-    cmd.arg("--sizes").arg(sizes.iter().map(|(l, _)| l.replace(' ', "")).collect::<Vec<_>>().join(","));
-    cmd.arg("--json").arg(&json).env("OPENSSL_ia32cap", OPENSSL_NO_AESNI).stdout(std::process::Stdio::null());
-    let status = cmd.status().context("cannot start the AES-NI-masked child")?;
-    if crate::interrupt::interrupted() {
-        return Err(crate::interrupt::Interrupted.into());
-    }
-    if !status.success() {
-        bail!("the AES-NI-masked measurement failed ({status})");
-    }
-    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
-    Ok(serde_json::from_value(r["series"].clone())?)
 }
 
 fn print(r: &CipherReport) {

@@ -28,6 +28,48 @@ pub struct CipherReport {
     pub skipped_sizes: Vec<String>,
 }
 
+impl CipherReport {
+    /// The report of a measured table on `host`.
+    pub fn new(t: crate::cipher::table::AesTable, host: crate::host::HostInfo) -> Self {
+        CipherReport {
+            status: crate::status::Status::Completed,
+            workload: "cipher",
+            headline: crate::cipher::throughput(&t.series),
+            measures: vec![crate::cipher::throughput(&t.series)],
+            metrics: crate::cipher::metrics(&t.series),
+            host,
+            openssl: t.openssl,
+            threads: t.threads,
+            runs: t.runs,
+            series: t.series,
+            skipped_sizes: t.skipped_sizes,
+        }
+    }
+}
+
+/// A study's AES table (`aes_table`), one table per cipher of the medians, for its report.
+pub fn study_tables(study: &super::StudyReport) -> Vec<Table> {
+    let Some(t) = &study.aes_table else { return vec![] };
+    let r = CipherReport::new(t.clone(), study.sut.host.clone());
+    ciphers(&r)
+        .into_iter()
+        .map(|c| {
+            let (header, rows) = rows(&r, &c, Of::Median);
+            let title = format!(
+                "AES in memory (seed 000's table): {}; {}, {} thread(s), MB = 10^6 bytes{}",
+                Of::Median.title(&c, r.runs),
+                r.openssl,
+                r.threads,
+                match r.skipped_sizes.is_empty() {
+                    true => String::new(),
+                    false => format!("; left out for lack of memory: {}", r.skipped_sizes.join(", ")),
+                }
+            );
+            Table { title, header, rows }
+        })
+        .collect()
+}
+
 /// Which figures a table shows: the medians over the runs, or one run's (from 0).
 #[derive(Clone, Copy)]
 pub enum Of {

@@ -82,6 +82,9 @@ pub fn render(r: &StudyReport) -> Result<String> {
     if r.variants.iter().any(|v| !v.per_instance.is_empty()) {
         table(&mut out, &tables::instances(r));
     }
+    for t in super::cipher::study_tables(r) {
+        table(&mut out, &t);
+    }
     let _ = writeln!(out, "<div class=\"chart\">{}</div>", charts::latency(r)?);
     table(&mut out, &tables::latency(r));
     table(&mut out, &tables::machine(r));

@@ -44,6 +44,7 @@ pub fn render(r: &StudyReport) -> String {
     list.push(tables::stacks(r));
     list.extend(Some(tables::settings(r)).filter(|t| !t.rows.is_empty()));
     list.extend([tables::means(r), tables::verdicts(r), tables::per_run(r)]);
+    list.extend(super::cipher::study_tables(r));
     list.extend(Some(tables::instances(r)).filter(|t| !t.rows.is_empty()));
     list.extend([tables::latency(r), tables::machine(r), tables::disks(r), tables::canary(r), tables::sut(r)]);
     for t in &list {
@@ -72,6 +73,8 @@ mod tests {
             // and of sqlcipher's (88, 89, 90, 90.5, 91, 92) are both block 1's.
             "| block 1 | 100 (median run) | 90.00 (median run) |",
             "change vs baseline",
+            "## AES in memory (seed 000's table): aes-256-xts, median of 1 run(s); OpenSSL 3.0.17, 2 thread(s)",
+            "| 1 MB | 3000 | 3000 | 3000 | 1000 | 1000 | 1000 |",
             "## System under test",
             "```toml",
             "apt-get install e2fsprogs",

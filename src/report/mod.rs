@@ -162,6 +162,9 @@ pub struct StudyReport {
     /// Whether the study was in the regime it asked for (see [`Regime`]).
     #[serde(default)]
     pub regime: Vec<Regime>,
+    /// The AES table the study measured before its blocks (`aes_table`), seed 000's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aes_table: Option<crate::cipher::table::AesTable>,
     /// An upgrade ladder's steps after the first, in order, each with what it changes from
     /// the step before (`layer: its value`); empty unless the study is a ladder.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -586,6 +589,27 @@ pub(crate) mod sample {
                 disk: None,
             }],
             regime: vec![Regime { workload: "ds2".into(), runs: 6, in_cache: vec!["block 2 plain".into()] }],
+            aes_table: Some(crate::cipher::table::AesTable {
+                openssl: "OpenSSL 3.0.17".into(),
+                threads: 2,
+                runs: 1,
+                series: [true, false]
+                    .map(|aesni| crate::cipher::Series {
+                        cipher: "aes-256-xts".into(),
+                        aesni,
+                        threads: 2,
+                        points: vec![crate::cipher::Point {
+                            label: "1 MB".into(),
+                            bytes: 1 << 20,
+                            encrypt_mbs: if aesni { 3000.0 } else { 1000.0 },
+                            decrypt_mbs: if aesni { 3000.0 } else { 1000.0 },
+                            mean_mbs: if aesni { 3000.0 } else { 1000.0 },
+                            runs: vec![],
+                        }],
+                    })
+                    .to_vec(),
+                skipped_sizes: vec![],
+            }),
             ladder: vec![],
         }
     }

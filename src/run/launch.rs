@@ -108,7 +108,7 @@ impl WorkDir {
 
 /// A RAM disk of `bytes` inside `dir`, if this machine has the memory for it.
 fn ram_disk(dir: &Path, bytes: u64, lease: &mut crate::sys::lease::Lease) -> Result<crate::sys::ramdisk::RamDisk> {
-    let available = crate::host::available_memory()?;
+    let available = crate::sys::available_memory()?;
     if bytes > available / 2 {
         bail!(
             "disk = \"ram\" of {:.1} GB would take more than half the memory available now ({:.1} GB); give a \

@@ -132,6 +132,7 @@ fn run_blocks(
         Some(_) => study.workloads.clone(),
         None => calibrate(&ctx, &active[0], &study.workloads)?,
     };
+    let aes_table = study.aes_table.as_ref().filter(|_| report_only.is_none()).map(aes_table).transpose()?;
     let (plan, suites, all_measures) = plan(study, workloads)?;
     let (rows, first) = resume::preload(&mut active, &plan.per_workload.concat(), stored);
     fill_suites(&mut active, &suites);
@@ -194,6 +195,7 @@ fn run_blocks(
         stop_reason,
         started_at,
         block_times: &block_times,
+        aes_table,
     });
     store.finish_study(id, report.status, report.cause.as_deref(), Some(&serde_json::to_string(&report)?))?;
     report::write_all(&report, &out_dir)?;
@@ -203,6 +205,17 @@ fn run_blocks(
     }
     drop(active);
     Ok(Outcome { report, out_dir, report_only: report_only.is_some() })
+}
+
+/// Seed 000's AES table, measured before the blocks with the machine otherwise quiet: in
+/// memory, one thread per core, AES-NI on and off.
+fn aes_table(t: &file::AesTableConfig) -> Result<crate::cipher::table::AesTable> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let on_and_off = crate::cipher::table::Settings { on: true, off: true };
+    let table = crate::cipher::table::measure(&t.ciphers, &t.sizes()?, threads, t.runs, on_and_off)?;
+    let sizes = table.series.first().map_or(0, |s| s.points.len());
+    eprintln!("AES table: {sizes} buffer sizes, AES-NI on and off, median of {} run(s) ({})", t.runs, table.openssl);
+    Ok(table)
 }
 
 /// What the blocks run and measure: each workload's design and measures, the suites over

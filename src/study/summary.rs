@@ -216,6 +216,7 @@ pub(super) struct Inputs<'a> {
     pub stop_reason: String,
     pub started_at: String,
     pub block_times: &'a [f64],
+    pub aes_table: Option<crate::cipher::table::AesTable>,
 }
 
 /// The runs' telemetry window averages, averaged; power figures over the runs that have them.
@@ -429,6 +430,7 @@ pub(super) fn build(i: Inputs) -> StudyReport {
         },
         design: i.study.workloads.iter().map(|w| i.study.design(w)).collect(),
         regime: regimes(i.study, i.active),
+        aes_table: i.aes_table,
         ladder: ladder(i.study),
     }
 }

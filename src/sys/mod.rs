@@ -63,6 +63,17 @@ pub fn process_start_time(pid: u32) -> Option<u64> {
     after.split_whitespace().nth(19)?.parse().ok()
 }
 
+/// Memory the kernel could hand out now without swapping (MemAvailable), in bytes.
+pub fn available_memory() -> anyhow::Result<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo")?;
+    let kb = text
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .ok_or_else(|| anyhow::anyhow!("/proc/meminfo has no MemAvailable"))?;
+    Ok(kb * 1024)
+}
+
 /// Bytes tasks had read from and written to storage, from the kernel's per-task I/O
 /// accounting (`/proc/<task>/io`): reads are page-cache misses; writes are counted when a
 /// page is first dirtied, so they include pages the task wrote back later or never, and a

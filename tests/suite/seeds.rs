@@ -41,6 +41,11 @@ fn seed_000_full_disk_encryption_under_ds2_instances() {
     // The seed's CPU figure: system CPU busy, with its change in points.
     has(&md, &["system CPU busy", "points"]);
     assert!(out.contains("fscrypt") && out.contains("canary fscrypt"), "{out}");
+    // The seed's claim on a layer that uses AES-NI here: with it, and with it masked.
+    has(&md, &["| gocryptfs-no-aesni | gocryptfs |"]);
+    // The seed's AES table, AES-NI on and off, for disk encryption's mode and gocryptfs's.
+    has(&md, &["## AES in memory (seed 000's table): aes-256-xts", "## AES in memory (seed 000's table): aes-256-gcm"]);
+    has(&md, &["| 100 KB |", "AES-NI gain"]);
 }
 
 #[test]
@@ -69,6 +74,9 @@ fn seed_003_two_encryptors_on_bignw_with_their_pair() {
     let _share = long_share();
     let (md, _, r) = quick_with_json("study", "seed-003.toml", "report.md");
     has(&md, &["## Variant against variant", "| gocryptfs | tde |"]);
+    // The seed's VMs (one core) and its host (the whole machine), each with its pair, and
+    // each change also as the seed stated its own: a share of the slower side's time.
+    has(&md, &["| gocryptfs-host | tde-host |", "; as a share of the larger: "]);
     has(&md, &["bignw b1 index seek on order date", "bignw b10 full backup", "geometric mean of 3"]);
     has(&md, &["## Mean per variant, +-% at 95% confidence"]);
     // The answer is the suite's mean, as the seed's was the average over its benchmarks.

@@ -64,6 +64,10 @@ pub struct StudyFile {
     /// seed 003's convention (see `stats::share_of_larger`).
     #[serde(default)]
     pub also_as: Option<AlsoAs>,
+    /// Seed 000's AES table, measured once before the blocks: `aes_table = { sizes =
+    /// ["100KB", "1MB"], runs = 3, ciphers = ["aes-256-xts"] }` (see `cipher::table`).
+    #[serde(default)]
+    pub aes_table: Option<AesTableConfig>,
     /// Add each encrypted variant's control (its stack without the encryption) when the
     /// study lacks it (see `study::controls`).
     #[serde(default = "yes")]
@@ -124,6 +128,46 @@ impl StudyFile {
                 ),
                 _ => {}
             }
+        }
+        Ok(())
+    }
+}
+
+/// Which AES table a study measures before its blocks (`aes_table`).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AesTableConfig {
+    /// Buffer sizes (`dbvs cipher --sizes`); every one that fits in memory when empty.
+    #[serde(default)]
+    pub sizes: Vec<String>,
+    /// Runs per figure; the table shows their median.
+    #[serde(default = "three")]
+    pub runs: usize,
+    #[serde(default = "xts")]
+    pub ciphers: Vec<crate::cipher::Algo>,
+}
+
+fn three() -> usize {
+    3
+}
+
+fn xts() -> Vec<crate::cipher::Algo> {
+    vec![crate::cipher::Algo::Xts]
+}
+
+impl AesTableConfig {
+    /// The sizes it names, checked.
+    pub fn sizes(&self) -> Result<Vec<(&'static str, usize)>> {
+        self.sizes.iter().map(|s| crate::cipher::parse_size(s).map_err(|e| anyhow::anyhow!("aes_table: {e}"))).collect()
+    }
+
+    fn check(&self) -> Result<()> {
+        self.sizes()?;
+        if !(1..=100).contains(&self.runs) {
+            bail!("aes_table: runs = {} must be from 1 to 100", self.runs);
+        }
+        if self.ciphers.is_empty() {
+            bail!("aes_table: ciphers names at least one of aes-256-xts, aes-256-gcm, aes-256-cbc");
         }
         Ok(())
     }
@@ -327,6 +371,9 @@ impl StudyFile {
             }
         }
         self.target.disk.ram_bytes().map_err(|e| anyhow::anyhow!("{}{e}", at("disk")))?;
+        if let Some(t) = &self.aes_table {
+            t.check().map_err(|e| anyhow::anyhow!("{}{e}", at("aes_table")))?;
+        }
         if let Some(c) = &self.clients {
             if matches!(self.interleave, Some(super::design::Interleave::Every(_))) {
                 bail!("{}[clients] runs the workers on other hosts; interleaved variants take turns in one process here: drop interleave", at("interleave"));

@@ -249,3 +249,15 @@ fn a_change_can_also_be_stated_as_a_share_of_the_larger_side_and_nothing_else() 
     let e = with("\"percent\"").unwrap_err().to_string();
     assert!(e.contains("share-of-larger") && !e.contains('\n'), "{e}");
 }
+
+#[test]
+fn an_aes_table_takes_known_sizes_and_a_sane_number_of_runs() {
+    let with = |value: &str| load(&format!("aes_table = {value}\n{GOOD}"));
+    let t = with("{}").unwrap().aes_table.unwrap();
+    assert_eq!((t.sizes().unwrap().len(), t.runs, t.ciphers.len()), (0, 3, 1), "every size that fits, 3 runs, XTS");
+    assert_eq!(with("{ sizes = [\"100KB\", \"1 GB\"] }").unwrap().aes_table.unwrap().sizes().unwrap().len(), 2);
+    for (bad, says) in [("{ sizes = [\"3MB\"] }", "unknown buffer size '3MB'"), ("{ runs = 0 }", "runs = 0")] {
+        let e = with(bad).unwrap_err().to_string();
+        assert!(e.contains(says) && e.contains("aes_table") && !e.contains('\n'), "{e}");
+    }
+}
