@@ -45,13 +45,7 @@ pub fn sizes_that_fit(wanted: &[Size]) -> Result<(Vec<Size>, Vec<String>)> {
 }
 
 /// Measures the table: `ciphers` at `sizes`, each figure the median of `runs`.
-pub fn measure(
-    ciphers: &[Algo],
-    sizes: &[Size],
-    threads: usize,
-    runs: usize,
-    aesni: Settings,
-) -> Result<AesTable> {
+pub fn measure(ciphers: &[Algo], sizes: &[Size], threads: usize, runs: usize, aesni: Settings) -> Result<AesTable> {
     let (fit, skipped_sizes) = sizes_that_fit(sizes)?;
     let mut series = Vec::new();
     if aesni.on {

@@ -12,8 +12,12 @@
 //! cache of the backing files (gocryptfs's ciphertext) stays small, so a FUSE variant still
 //! reads from storage, with a little more memory in all than the others. Whatever was moved
 //! in goes back where it was afterwards.
+//!
+//! On cgroup v2 a process is in one group, so a run held by a variant's limits (its CPU or
+//! I/O caps, seed 001's slow disk) gets its memory group inside the variant's
+//! ([`Nested`]): v2 applies the variant's limits to everything below them.
 
-use crate::sys::cgroup::{Group, Version};
+use crate::sys::cgroup::{Group, Nested, Version};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -23,11 +27,28 @@ const DAEMONS_GROUP: &str = "run-memory-fuse";
 
 pub struct MemoryLimit {
     bytes: u64,
-    group: Group,
+    group: Place,
     /// The FUSE daemons' group (a quarter of the limit), made when there are daemons.
     daemons: Option<Group>,
     /// Processes moved in, with the group directory each came from.
     moved: Vec<(u32, PathBuf)>,
+}
+
+/// Where the run's group is.
+enum Place {
+    /// At the top of the memory hierarchy, limited from the start.
+    Top(Group),
+    /// (v2) Inside the variant's group that holds this process; limited once admitted.
+    Within(Nested),
+}
+
+impl Place {
+    fn version(&self) -> Version {
+        match self {
+            Place::Top(g) => g.version,
+            Place::Within(_) => Version::V2,
+        }
+    }
 }
 
 /// What the FUSE daemons' group may hold of a run's limit of `bytes`.
@@ -46,15 +67,27 @@ fn limited(name: &str, bytes: u64) -> Result<Group> {
 impl MemoryLimit {
     /// A group limited to `bytes`, empty until processes are admitted.
     pub fn new(bytes: u64) -> Result<Self> {
-        Ok(MemoryLimit { bytes, group: limited(GROUP, bytes)?, daemons: None, moved: Vec::new() })
+        let group = match held_by_limits(crate::sys::cgroup::version(&["memory"])?)? {
+            Some(variant) => {
+                Place::Within(Nested::create(Path::new(crate::sys::cgroup::ROOT), &variant, GROUP, "memory")?)
+            }
+            None => Place::Top(limited(GROUP, bytes)?),
+        };
+        Ok(MemoryLimit { bytes, group, daemons: None, moved: Vec::new() })
     }
 
     /// Moves this process and `server` (a managed server's processes) into the group, and
     /// `daemons` into the daemons' group; children they start from then on are born there.
     pub fn admit(&mut self, server: &[u32], daemons: &[u32]) -> Result<()> {
-        let dir = self.group.dir_for("memory.max").to_path_buf();
         let own: Vec<u32> = std::iter::once(std::process::id()).chain(server.iter().copied()).collect();
-        self.move_into(&dir, &own)?;
+        match &mut self.group {
+            Place::Top(g) => {
+                let dir = g.dir_for("memory.max").to_path_buf();
+                self.move_into(&dir, &own)?;
+            }
+            // The variant's other processes come along; they go back up when it is dropped.
+            Place::Within(n) => drop(n.enter(&own, "memory.max", &self.bytes.to_string())?),
+        }
         if daemons.is_empty() {
             return Ok(());
         }
@@ -75,7 +108,7 @@ impl MemoryLimit {
                 continue;
             }
             let gone = || !Path::new(&format!("/proc/{pid}")).exists();
-            let moved = current_group(pid, self.group.version).and_then(|from| {
+            let moved = current_group(pid, self.group.version()).and_then(|from| {
                 // Born in the group (a server started after this process joined it).
                 if from == dir {
                     return Ok(None);
@@ -102,7 +135,10 @@ impl MemoryLimit {
             applied_to: "the run's memory (this process and its server; FUSE daemons in a group of their own with \
                          a quarter of the limit, at least 16MB)"
                 .into(),
-            usage: crate::sys::cgroup::Usage::read(&self.group.dirs),
+            usage: crate::sys::cgroup::Usage::read(match &self.group {
+                Place::Top(g) => &g.dirs,
+                Place::Within(n) => std::slice::from_ref(&n.dir),
+            }),
         }
     }
 }
@@ -121,9 +157,7 @@ impl Drop for MemoryLimit {
 /// lift them without a word. (A FUSE daemon may still be in the group of a run that was
 /// killed; it moves on.)
 fn refuse_leaving_limits(from: &Path, pid: u32) -> Result<()> {
-    let name = from.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let run_group = [GROUP, DAEMONS_GROUP].iter().any(|g| name.ends_with(&format!("-{g}")));
-    if name.starts_with("dbvs-") && !run_group {
+    if variant_group(from) {
         anyhow::bail!(
             "process {pid} is held by the control group {} (a variant's limits); a memory limit for the run \
              would take it out: put the memory limit in the variant's limits instead",
@@ -131,6 +165,23 @@ fn refuse_leaving_limits(from: &Path, pid: u32) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The variant's group that holds this process, on cgroup v2 (on v1 the memory hierarchy is
+/// apart from the others a variant limits, and [`refuse_leaving_limits`] guards it).
+fn held_by_limits(version: Version) -> Result<Option<PathBuf>> {
+    if version == Version::V1 {
+        return Ok(None);
+    }
+    let dir = current_group(std::process::id(), version)?;
+    Ok(variant_group(&dir).then_some(dir))
+}
+
+/// Whether `dir` is a group of a variant's limits: a dbvs group other than a run's.
+fn variant_group(dir: &Path) -> bool {
+    let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let run_group = [GROUP, DAEMONS_GROUP].iter().any(|g| name.ends_with(&format!("-{g}")));
+    name.starts_with("dbvs-") && !run_group
 }
 
 /// The directory of `pid`'s memory control group.

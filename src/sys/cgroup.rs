@@ -103,6 +103,90 @@ impl Group {
     }
 }
 
+/// cgroup v2: a group made inside `parent`, a dbvs group that holds processes under limits
+/// of its own (a variant's CPU or I/O limits), so that those processes keep them and take
+/// the child's `controller` limit as well (v2 applies a group's limits to everything below
+/// it). v2 lets no process stay in a group whose children use a controller, so
+/// [`Nested::enter`] moves the parent's processes down first and [`Nested::leave`] moves
+/// them back up after the controller is off again. `root` is the v2 mount (`ROOT`).
+pub struct Nested {
+    root: PathBuf,
+    parent: PathBuf,
+    pub dir: PathBuf,
+    controller: &'static str,
+    entered: bool,
+}
+
+impl Nested {
+    /// Makes the (empty) child group `name` of `parent`.
+    pub fn create(root: &Path, parent: &Path, name: &str, controller: &'static str) -> Result<Self> {
+        sweep(parent);
+        let dir = parent.join(format!("dbvs-{}-{}", std::process::id(), super::names::slug(name)));
+        std::fs::create_dir(&dir).with_context(|| format!("cannot create control group {}", dir.display()))?;
+        let (root, parent) = (root.to_path_buf(), parent.to_path_buf());
+        Ok(Nested { root, parent, dir, controller, entered: false })
+    }
+
+    /// Moves every process of the parent and `pids` into the child, turns its controller
+    /// on and writes `value` to its `file` (e.g. memory.max). Returns the processes moved.
+    pub fn enter(&mut self, pids: &[u32], file: &str, value: &str) -> Result<Vec<u32>> {
+        let on = format!("+{}", self.controller);
+        std::fs::write(self.root.join("cgroup.subtree_control"), &on)
+            .with_context(|| format!("cannot enable the {} controller for child groups", self.controller))?;
+        let parent_procs: Vec<u32> =
+            read(&self.parent, "cgroup.procs").lines().filter_map(|l| l.parse().ok()).collect();
+        let mut moved = Vec::new();
+        for &pid in parent_procs.iter().chain(pids) {
+            if moved.contains(&pid) {
+                continue;
+            }
+            match std::fs::write(self.dir.join("cgroup.procs"), pid.to_string()) {
+                Ok(()) => moved.push(pid),
+                // A process that exited meanwhile leaves nothing behind to limit.
+                Err(_) if !Path::new(&format!("/proc/{pid}")).exists() => {}
+                Err(e) => {
+                    return Err(e).with_context(|| format!("cannot move process {pid} into {}", self.dir.display()))
+                }
+            }
+        }
+        self.entered = true;
+        std::fs::write(self.parent.join("cgroup.subtree_control"), &on).with_context(|| {
+            format!(
+                "cannot enable the {} controller under {} (it still holds a process?)",
+                self.controller,
+                self.parent.display()
+            )
+        })?;
+        let path = self.dir.join(file);
+        std::fs::write(&path, value).with_context(|| format!("the kernel refused {value:?} for {}", path.display()))?;
+        Ok(moved)
+    }
+
+    /// Turns the controller off under the parent and moves the child's processes back up,
+    /// so the child can go (dropping it removes it).
+    pub fn leave(&mut self) {
+        if !std::mem::take(&mut self.entered) {
+            return;
+        }
+        let _ = std::fs::write(self.parent.join("cgroup.subtree_control"), format!("-{}", self.controller));
+        for pid in read(&self.dir, "cgroup.procs").lines() {
+            let _ = std::fs::write(self.parent.join("cgroup.procs"), pid);
+        }
+    }
+}
+
+impl Drop for Nested {
+    fn drop(&mut self) {
+        self.leave();
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+}
+
 /// Copies a cpuset setting from the parent when the child's is empty.
 fn inherit(dir: &Path, file: &str) {
     let mine = std::fs::read_to_string(dir.join(file)).unwrap_or_default();
@@ -128,6 +212,8 @@ fn sweep(parent: &Path) {
 impl Drop for Group {
     fn drop(&mut self) {
         for d in &self.dirs {
+            // A run killed inside it may have left a group of its own there (`Nested`).
+            sweep(d);
             // A FUSE daemon admitted to the group outlives it (its mount goes last): back to
             // the parent, so the group can go.
             if let Some(parent) = d.parent() {
@@ -370,6 +456,33 @@ pub fn describe(u: &Usage) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// On a v2 tree laid out in files (this host's controllers are on v1): the writes a
+    /// nested group makes, and in which groups.
+    #[test]
+    fn a_nested_group_takes_the_parent_s_processes_and_turns_its_controller_on_and_off() {
+        let root = tempfile::tempdir().unwrap();
+        let variant = root.path().join("dbvs-1-slow-disk");
+        std::fs::create_dir(&variant).unwrap();
+        std::fs::write(variant.join("cgroup.procs"), "1\n").unwrap();
+        let mut n = Nested::create(root.path(), &variant, "run-memory", "memory").unwrap();
+        assert!(n.dir.starts_with(&variant) && n.dir.is_dir());
+        let me = std::process::id();
+        assert_eq!(n.enter(&[me, 1], "memory.max", "67108864").unwrap(), [1, me], "the parent's, then the run's, once");
+        let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+        assert_eq!(read(&root.path().join("cgroup.subtree_control")), "+memory");
+        assert_eq!(read(&variant.join("cgroup.subtree_control")), "+memory");
+        assert_eq!(read(&n.dir.join("memory.max")), "67108864");
+        n.leave();
+        assert_eq!(read(&variant.join("cgroup.subtree_control")), "-memory", "off before the processes go back up");
+        assert_eq!(read(&variant.join("cgroup.procs")), me.to_string());
+        for f in ["cgroup.procs", "memory.max"] {
+            std::fs::remove_file(n.dir.join(f)).unwrap();
+        }
+        let dir = n.dir.clone();
+        drop(n);
+        assert!(!dir.exists());
+    }
 
     #[test]
     fn usage_reads_v1_and_v2_counters() {

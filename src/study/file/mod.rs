@@ -111,19 +111,25 @@ impl StudyFile {
     }
 
     /// A workload's memory limit moves the run (and its server) into a group of its own;
-    /// a variant's limits hold the same processes. Both in one hierarchy (memory in both,
-    /// or any limits on cgroup v2, where a process is in one group) would lift the
-    /// variant's limits for its runs.
+    /// a variant's limits hold the same processes. On cgroup v2, where a process is in one
+    /// group, the run's group goes inside the variant's (`run::memory`), which holds the
+    /// run process itself for SQLite; a server's limits hold the server alone, and the run
+    /// process could only share its memory group by taking on the server's limits.
     fn check_memory_beside_limits(&self) -> Result<()> {
         let v2 = crate::sys::cgroup::version(&["memory"]).is_ok_and(|v| v == crate::sys::cgroup::Version::V2);
+        self.check_memory_beside_limits_on(v2)
+    }
+
+    fn check_memory_beside_limits_on(&self, v2: bool) -> Result<()> {
         for v in &self.variants {
+            let server = v.engine.unwrap_or(self.target.engine) != crate::targets::Engine::Sqlite;
             match &v.limits {
                 Some(l) if l.memory.is_some() => {
                     bail!("workload.memory and the limits.memory of variant '{}' both limit memory; keep one", v.name)
                 }
-                Some(_) if v2 => bail!(
-                    "workload.memory and the limits of variant '{}' cannot both hold its processes on cgroup v2 (a \
-                     process is in one group there); limit memory through the variants' limits.memory instead",
+                Some(_) if v2 && server => bail!(
+                    "workload.memory and the limits of variant '{}' cannot both hold its server's processes on cgroup \
+                     v2 (a process is in one group there); limit memory through the variants' limits.memory instead",
                     v.name
                 ),
                 _ => {}

@@ -156,11 +156,21 @@ fn a_workload_s_memory_limit_and_a_variant_s_limits_on_one_process_are_refused()
     let with = |limits: &str| load(&format!("{memory}limits = {limits}\n"));
     let e = with("{ memory = \"32MB\" }").unwrap_err().to_string();
     assert!(e.contains("the limits.memory of variant 'enc' both limit memory") && e.contains("line"), "{e}");
-    let v2 = crate::sys::cgroup::version(&["memory"]).is_ok_and(|v| v == crate::sys::cgroup::Version::V2);
-    match with("{ cpus = 1 }") {
-        Err(e) => assert!(v2 && e.to_string().contains("cgroup v2"), "{e}"),
-        Ok(_) => assert!(!v2, "on cgroup v2 the run's memory group would take the process out of the cpu limit"),
-    }
+    // On either hierarchy, SQLite's run nests its memory group in the variant's (v2) or
+    // keeps it in a hierarchy of its own (v1).
+    let sqlite = with("{ cpus = 1 }").unwrap();
+    sqlite.check_memory_beside_limits_on(true).unwrap();
+    sqlite.check_memory_beside_limits_on(false).unwrap();
+    // A server's limits hold the server alone: on v2 its run cannot share its memory group.
+    let server = load(
+        &format!("{memory}limits = {{ cpus = 1 }}\n")
+            .replace("[workload]", "[target]\nengine = \"postgres\"\n[workload]")
+            .replace("sqlcipher", "plain"),
+    )
+    .unwrap();
+    let e = server.check_memory_beside_limits_on(true).unwrap_err().to_string();
+    assert!(e.contains("variant 'enc'") && e.contains("cgroup v2") && e.contains("limits.memory"), "{e}");
+    server.check_memory_beside_limits_on(false).unwrap();
 }
 
 #[test]
