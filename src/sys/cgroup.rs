@@ -187,6 +187,20 @@ impl Drop for Nested {
     }
 }
 
+/// Makes a group able to take processes again after a run killed inside it left a
+/// [`Nested`] group behind (v2 takes no process into a group whose children use a
+/// controller): the dead run's group goes, and with no child left, so do the controllers
+/// it turned on below the group.
+fn reopen(dir: &Path) {
+    sweep(dir);
+    let children = std::fs::read_dir(dir).into_iter().flatten().flatten().any(|e| e.path().is_dir());
+    let on = read(dir, "cgroup.subtree_control");
+    if !children && !on.trim().is_empty() {
+        let off: Vec<String> = on.split_whitespace().map(|c| format!("-{c}")).collect();
+        let _ = std::fs::write(dir.join("cgroup.subtree_control"), off.join(" "));
+    }
+}
+
 /// Copies a cpuset setting from the parent when the child's is empty.
 fn inherit(dir: &Path, file: &str) {
     let mine = std::fs::read_to_string(dir.join(file)).unwrap_or_default();
@@ -242,6 +256,9 @@ pub fn move_to(dir: &Path, pid: u32) -> Result<()> {
 /// starts is limited too.
 pub fn join_on_spawn(cmd: &mut std::process::Command, dirs: &[PathBuf]) -> Result<()> {
     use std::os::unix::process::CommandExt;
+    for d in dirs {
+        reopen(d);
+    }
     let files: Vec<std::fs::File> = dirs
         .iter()
         .map(|d| {
@@ -482,6 +499,18 @@ mod tests {
         let dir = n.dir.clone();
         drop(n);
         assert!(!dir.exists());
+    }
+
+    #[test]
+    fn a_group_a_killed_run_nested_in_takes_processes_again() {
+        let variant = tempfile::tempdir().unwrap();
+        let left = variant.path().join("dbvs-4000000000-run-memory");
+        std::fs::create_dir(&left).unwrap();
+        std::fs::write(variant.path().join("cgroup.subtree_control"), "memory").unwrap();
+        reopen(variant.path());
+        assert!(!left.exists(), "the dead run's group goes");
+        let control = std::fs::read_to_string(variant.path().join("cgroup.subtree_control")).unwrap();
+        assert_eq!(control, "-memory", "and the controller it turned on below");
     }
 
     #[test]
