@@ -21,6 +21,7 @@ mod mariadb;
 mod placement;
 mod postgres;
 mod remote;
+mod results_docs;
 mod seeds;
 mod settings;
 mod stacks;
