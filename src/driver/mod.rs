@@ -96,13 +96,6 @@ pub struct Pacing {
     /// in those threads (SQLite), elsewhere two system calls per unit of client cost only.
     #[serde(skip)]
     pub worker_cpu: bool,
-    /// Count the bytes the worker threads hand to write system calls as the run's storage
-    /// writes: for an engine inside this process writing its own files (SQLite on a
-    /// kernel file system), what it wrote, each time. The kernel's own count (a page when it
-    /// first turns dirty) depends on how often it wrote pages back in between, so a variant
-    /// that ran more of each write-back interval would count fewer bytes per unit.
-    #[serde(skip)]
-    pub engine_writes: bool,
     /// Worker `i` runs on the `i`-th CPU the process may use (round robin): in a sliced run,
     /// every variant's workers then take turns on the same CPUs ([`crate::sys::pin_thread`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -505,7 +498,7 @@ fn work(
         }
     }
     if let (Some(Some(from)), Some(to)) = (io_from, StorageIo::of("thread-self")) {
-        stats.add_storage_io(to.since(from), pacing.engine_writes);
+        stats.add_storage_io(to.since(from));
     }
 }
 

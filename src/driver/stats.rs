@@ -342,11 +342,10 @@ impl SharedStats {
         self.worker_cpu_ns.fetch_add(cpu.as_nanos() as u64, Relaxed);
     }
 
-    /// Adds what one worker's thread read from and wrote to storage over the measured window:
-    /// with `engine_writes`, its writes are what it handed to write system calls.
-    pub fn add_storage_io(&self, io: crate::sys::StorageIo, engine_writes: bool) {
+    /// Adds what one worker's thread read from and wrote to storage over the measured window.
+    pub fn add_storage_io(&self, io: crate::sys::StorageIo) {
         self.storage_read_bytes.fetch_add(io.read, Relaxed);
-        self.storage_write_bytes.fetch_add(if engine_writes { io.handed } else { io.write }, Relaxed);
+        self.storage_write_bytes.fetch_add(io.write, Relaxed);
     }
 
     /// Zeroes the measured statistics; called once when warmup ends.

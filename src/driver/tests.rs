@@ -28,7 +28,6 @@ fn pacing(threads: usize, warmup_ms: u64, ms: u64) -> Pacing {
         injected_delay: InjectedSlowdown::None,
         first_worker: 0,
         worker_cpu: true,
-        engine_writes: false,
         pin_workers: false,
     }
 }
@@ -168,31 +167,4 @@ fn pauses_are_slept_outside_units_and_cut_short_by_the_end() {
     assert_eq!(r.measured.units, 3);
     assert_eq!(done.load(Relaxed), 3, "the worker hears of every unit's end");
     assert!(t.elapsed() < Duration::from_secs(5));
-}
-
-/// Writes the same 64 KB at the start of its file every unit, as an engine rewrites a page.
-struct Rewriter(std::fs::File);
-impl Worker for Rewriter {
-    fn run_unit(&mut self, rec: &mut UnitRecorder) -> anyhow::Result<Outcome> {
-        use std::os::unix::fs::FileExt;
-        let t = Instant::now();
-        self.0.write_all_at(&[1u8; 1 << 16], 0)?;
-        rec.op(0, t.elapsed());
-        Ok(Outcome::Committed)
-    }
-}
-
-#[test]
-fn an_engine_s_writes_count_every_write_call_and_the_kernel_s_a_dirty_page_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let written = |engine_writes: bool| {
-        let mk = |i: usize| {
-            Ok(Box::new(Rewriter(std::fs::File::create(dir.path().join(format!("{i}")))?)) as Box<dyn Worker>)
-        };
-        let mut p = Pacing { engine_writes, iterations: Some(50), ..pacing(2, 0, 60_000) };
-        p.worker_cpu = engine_writes;
-        run(&p, &["op"], &mk, &mut |_| {}).measured.storage_write_bytes
-    };
-    assert_eq!(written(true), (2 * 50) << 16, "every unit's write, whatever the write-back did");
-    assert!(written(false) <= (2 * 50) << 16);
 }

@@ -225,8 +225,6 @@ impl SetUp {
         let mut pacing = spec.pacing.pacing(seed);
         pacing.injected_delay = spec.db.inject_delay;
         pacing.worker_cpu = self.target.info().engine == Engine::Sqlite;
-        // Behind a FUSE daemon the engine's writes go to the daemon, whose writes count.
-        pacing.engine_writes = pacing.worker_cpu && spec.db.fuse_daemons.is_empty();
         pacing.pin_workers = spec.turns.is_some(); // as interleaved sides are, for the same reason (and the servers, in `new`)
         self.instances[0].0.adjust_pacing(&mut pacing);
         pacing
@@ -410,11 +408,10 @@ pub const STORAGE_READ_PER_UNIT: &str = "storage KB read per unit";
 ///   daemon, the kernel's writeback) is not in it;
 /// - with a managed server (`server`), the CPU time of its processes, every thread and
 ///   background worker (checkpointer, WAL writer, InnoDB's threads);
-/// - on every engine, the KB written for storage: what SQLite's worker threads wrote to
-///   its files (each write, see `Pacing::engine_writes`), or what a managed server's
-///   processes dirtied, plus what its FUSE daemons dirtied (a FUSE layer's ciphertext,
-///   which then stands for the engine's writes); `None` for a run that wrote nothing,
-///   where a ratio means nothing;
+/// - on every engine, the KB written for storage: what the engine (its worker threads, or
+///   the managed server's processes) and its FUSE daemons dirtied (the WAL, checkpoints,
+///   a FUSE layer's ciphertext); `None` for a run that wrote nothing, where a ratio means
+///   nothing;
 /// - under a memory limit (`memory_limited`), on every engine, the KB read from storage:
 ///   the engine's page-cache misses (its worker threads', or the managed server's
 ///   processes') plus its FUSE daemons' reads, what the regime costs.

@@ -163,7 +163,6 @@ impl PacingSpec {
             injected_delay: crate::driver::InjectedSlowdown::None,
             first_worker: 0,
             worker_cpu: false,
-            engine_writes: false,
             pin_workers: false,
         }
     }

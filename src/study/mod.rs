@@ -88,6 +88,11 @@ pub fn run(path: &Path, opts: Options) -> Result<Outcome> {
         Some(id) if opts.budget == Some(Duration::ZERO) => Some(store.study(id)?.0),
         _ => None,
     };
+    // An --out that cannot be written is bad input: said before the study is in the store.
+    if let Some(out) = &opts.out {
+        std::fs::create_dir_all(out)
+            .with_context(|| format!("cannot create {}; choose a writable --out", out.display()))?;
+    }
     let (id, stored) = match opts.resume {
         Some(id) => (id, store.resume_study(id, &text)?),
         None => (store.begin_study(&study.name, &text)?, vec![]),

@@ -82,10 +82,6 @@ pub fn available_memory() -> anyhow::Result<u64> {
 pub struct StorageIo {
     pub read: u64,
     pub write: u64,
-    /// Bytes the task handed to write system calls (`wchar`: files, pipes and sockets
-    /// alike), each time: unlike `write`, it does not depend on how often the kernel wrote
-    /// the pages back in between.
-    pub handed: u64,
 }
 
 impl StorageIo {
@@ -94,25 +90,19 @@ impl StorageIo {
     pub fn of(task: &str) -> Option<Self> {
         let text = std::fs::read_to_string(format!("/proc/{task}/io")).ok()?;
         let field = |name| text.lines().find_map(|l| l.strip_prefix(name)).and_then(|v| v.trim().parse().ok());
-        Some(Self { read: field("read_bytes:")?, write: field("write_bytes:")?, handed: field("wchar:")? })
+        Some(Self { read: field("read_bytes:")?, write: field("write_bytes:")? })
     }
 
     /// The processes' together (those that are gone count nothing).
     pub fn of_processes(pids: &[u32]) -> Self {
-        pids.iter().filter_map(|p| Self::of(&p.to_string())).fold(Self::default(), |a, b| Self {
-            read: a.read + b.read,
-            write: a.write + b.write,
-            handed: a.handed + b.handed,
-        })
+        pids.iter()
+            .filter_map(|p| Self::of(&p.to_string()))
+            .fold(Self::default(), |a, b| Self { read: a.read + b.read, write: a.write + b.write })
     }
 
     /// What was done between `earlier` and `self`.
     pub fn since(self, earlier: Self) -> Self {
-        Self {
-            read: self.read.saturating_sub(earlier.read),
-            write: self.write.saturating_sub(earlier.write),
-            handed: self.handed.saturating_sub(earlier.handed),
-        }
+        Self { read: self.read.saturating_sub(earlier.read), write: self.write.saturating_sub(earlier.write) }
     }
 }
 
@@ -257,26 +247,6 @@ mod tests {
         std::fs::write(dir.path().join("three"), vec![3u8; 7]).unwrap();
         let paths = [dir.path().join("a"), dir.path().join("three"), dir.path().join("gone")];
         assert_eq!(cache_files(&paths).unwrap(), 5307);
-    }
-
-    #[test]
-    fn a_thread_s_handed_bytes_count_every_write_and_its_dirtied_bytes_a_page_once() {
-        use std::os::unix::fs::FileExt;
-        let dir = tempfile::tempdir().unwrap();
-        let (handed, write) = std::thread::spawn(move || {
-            let file = std::fs::File::create(dir.path().join("f")).unwrap();
-            let before = StorageIo::of("thread-self").unwrap();
-            for _ in 0..4 {
-                file.write_all_at(&[7u8; 1 << 16], 0).unwrap();
-            }
-            let done = StorageIo::of("thread-self").unwrap().since(before);
-            (done.handed, done.write)
-        })
-        .join()
-        .unwrap();
-        assert_eq!(handed, 4 << 16, "every write call counts");
-        // Written back in between or not, the kernel counts no more than was written.
-        assert!(write <= handed, "{write} dirtied of {handed} handed");
     }
 
     #[test]

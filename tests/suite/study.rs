@@ -118,6 +118,17 @@ fn bad_study_files_get_one_line_with_the_line_number() {
     assert!(err.contains("line 10") && err.contains("threds"), "{err}");
     let o = dbvs(&["study", "/nonexistent/study.toml"]);
     assert!(!o.status.success() && stderr(&o).contains("cannot read study file"));
+    // An --out that cannot be made is refused before the study enters the results store.
+    let good = write_study(
+        dir.path(),
+        &format!("name = \"refused-out\"\n{SMALL}\n[[variants]]\nname = \"a\"\nkind = \"plain\"\n[[variants]]\nname = \"b\"\nkind = \"plain\"\n"),
+    );
+    let store = dir.path().join("results.db");
+    let run = |args: &[&str]| command().env("DBVS_RESULTS", &store).args(args).output().unwrap();
+    let o = run(&["study", &good, "--out", "/dev/null/out"]);
+    assert!(!o.status.success() && stderr(&o).contains("choose a writable --out"), "{}", stderr(&o));
+    let listed = stdout(&run(&["results", "list"]));
+    assert!(!listed.contains("refused-out"), "a refused study is not stored:\n{listed}");
 }
 
 #[test]
