@@ -129,3 +129,24 @@ fn a_worker_session_logs_in_with_a_password_and_reads_every_column_type() {
     );
     assert!(session.query(0, &[sql::Arg::Int(3)]).unwrap().is_empty());
 }
+
+#[test]
+fn under_a_memory_limit_a_managed_mariadb_fits_its_start_up_buffers_in_it() {
+    let _share = long_share();
+    let dir = reachable_tempdir();
+    let json = dir.path().join("r.json");
+    let data = dir.path().join("maria");
+    ok(&["run", "--target", "managed-mariadb", "--data-dir", data.to_str().unwrap(), "--workload", "ds2"]
+        .into_iter()
+        .chain(["--size", "128MB", "--memory", "128MB", "--duration", "2s", "--warmup", "1s"])
+        .chain(["--json", json.to_str().unwrap(), "--no-store"])
+        .collect::<Vec<_>>());
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // With the defaults (a 128MB buffer pool, 128MB key and Aria caches) it was killed at start.
+    assert_eq!(r["status"], "completed", "{}", r["cause"]);
+    let setting = |name: &str| r["settings"][name].as_str().map(String::from);
+    assert_eq!(setting("innodb_buffer_pool_size").as_deref(), Some("33554432"), "{}", r["settings"]);
+    assert_eq!(setting("aria_pagecache_buffer_size").as_deref(), Some("8388608"), "{}", r["settings"]);
+    let read = r["measures"].as_array().unwrap().iter().find(|m| m["name"] == "storage KB read per unit");
+    assert!(read.is_some_and(|m| m["value"].as_f64().unwrap() > 0.0), "larger than memory: {read:?}");
+}

@@ -1,0 +1,32 @@
+//! The figures in docs/results are the renderings of the stored reports they came from
+//! (`scripts/results-docs`, which keeps each report in docs/results/data/).
+
+use crate::common::*;
+use std::path::Path;
+use std::process::Command;
+
+/// Runs `scripts/results-docs --check` from the tree at `root`.
+fn check(root: &Path) -> std::process::Output {
+    Command::new("python3").arg(root.join("scripts/results-docs")).arg("--check").output().unwrap()
+}
+
+#[test]
+fn every_results_page_is_what_its_stored_report_renders_to() {
+    let _share = share();
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let o = check(here);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // A figure typed over by hand is caught: on a copy, one ratio changed.
+    let copy = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(copy.path().join("scripts")).unwrap();
+    std::fs::copy(here.join("scripts/results-docs"), copy.path().join("scripts/results-docs")).unwrap();
+    let status = Command::new("cp").arg("-r").arg(here.join("docs")).arg(copy.path()).status().unwrap();
+    assert!(status.success());
+    let page = copy.path().join("docs/results/check-aa-ltm.md");
+    let text = std::fs::read_to_string(&page).unwrap();
+    let row = text.lines().find(|l| l.starts_with("| OPM |")).unwrap();
+    std::fs::write(&page, text.replacen(row, &row.replacen("| 0.", "| 1.", 1), 1)).unwrap();
+    let o = check(copy.path());
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && said.contains("check-aa-ltm.md differs"), "{said}");
+}
