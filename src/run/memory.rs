@@ -8,10 +8,12 @@
 //! The variants' FUSE daemons get a group of their own: sharing their callers' group
 //! deadlocks. Reclaim in the group (v1) waits for the writeback of a dirty FUSE page
 //! (SQLite's mmapped -shm), which only the daemon can finish, while the daemon waits on that
-//! reclaim for memory. Their group holds a quarter of the limit (at least 16MB): what they
-//! cache of the backing files (gocryptfs's ciphertext) stays small, so a FUSE variant still
-//! reads from storage, with a little more memory in all than the others. Whatever was moved
-//! in goes back where it was afterwards.
+//! reclaim for memory. Their group holds a quarter of the limit (at least 16MB) for what they
+//! cache of the backing files (gocryptfs's ciphertext), so a FUSE variant still reads from
+//! storage, with a little more memory in all than the others, plus 32MB for the daemons' own
+//! memory: gocryptfs's heap and request buffers grow with the load, and at 16MB in all the
+//! kernel killed it under a busy machine (the mount then fails with "Transport endpoint is
+//! not connected"). Whatever was moved in goes back where it was afterwards.
 //!
 //! On cgroup v2 a process is in one group, so a run held by a variant's limits (its CPU or
 //! I/O caps, seed 001's slow disk) gets its memory group inside the variant's
@@ -28,7 +30,7 @@ const DAEMONS_GROUP: &str = "run-memory-fuse";
 pub struct MemoryLimit {
     bytes: u64,
     group: Place,
-    /// The FUSE daemons' group (a quarter of the limit), made when there are daemons.
+    /// The FUSE daemons' group ([`daemons_limit`]), made when there are daemons.
     daemons: Option<Group>,
     /// Processes moved in, with the group directory each came from.
     moved: Vec<(u32, PathBuf)>,
@@ -51,9 +53,13 @@ impl Place {
     }
 }
 
-/// What the FUSE daemons' group may hold of a run's limit of `bytes`.
-fn daemons_share(bytes: u64) -> u64 {
-    (bytes / 4).max(16 << 20)
+/// The FUSE daemons' own memory (heap, request buffers), beside what they cache.
+const DAEMONS_OWN: u64 = 32 << 20;
+
+/// What the FUSE daemons' group may hold beside a run's limit of `bytes`: its cache share
+/// and the daemons' own memory.
+fn daemons_limit(bytes: u64) -> u64 {
+    (bytes / 4).max(16 << 20) + DAEMONS_OWN
 }
 
 /// A memory group limited to `bytes`.
@@ -93,7 +99,7 @@ impl MemoryLimit {
         }
         let group = match self.daemons.take() {
             Some(g) => g,
-            None => limited(DAEMONS_GROUP, daemons_share(self.bytes))?,
+            None => limited(DAEMONS_GROUP, daemons_limit(self.bytes))?,
         };
         let dir = group.dir_for("memory.max").to_path_buf();
         self.daemons = Some(group);
@@ -133,7 +139,7 @@ impl MemoryLimit {
     pub fn record(&self) -> crate::record::LimitsRecord {
         crate::record::LimitsRecord {
             applied_to: "the run's memory (this process and its server; FUSE daemons in a group of their own with \
-                         a quarter of the limit, at least 16MB)"
+                         a quarter of the limit, at least 16MB, and 32MB for their own memory)"
                 .into(),
             usage: crate::sys::cgroup::Usage::read(match &self.group {
                 Place::Top(g) => &g.dirs,
@@ -201,9 +207,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_fuse_daemons_get_a_quarter_of_the_limit_and_at_least_16mb() {
-        assert_eq!(daemons_share(1 << 30), 256 << 20);
-        assert_eq!(daemons_share(48 << 20), 16 << 20);
+    fn the_fuse_daemons_get_a_quarter_of_the_limit_at_least_16mb_and_room_of_their_own() {
+        assert_eq!(daemons_limit(1 << 30), (256 + 32) << 20);
+        assert_eq!(daemons_limit(48 << 20), (16 + 32) << 20);
     }
 
     #[test]
