@@ -82,8 +82,24 @@ pub fn checks_after(
     meta: &crate::targets::BuildMeta,
     result: &crate::driver::RunResult,
 ) -> Vec<crate::workloads::Check> {
-    w.check(copy, meta, Some(&result.from_start)).unwrap_or_else(|e| {
+    let mut checks = w.check(copy, meta, Some(&result.from_start)).unwrap_or_else(|e| {
         vec![crate::workloads::Check { name: "post-run checks could run".into(), ok: false, detail: format!("{e:#}") }]
+    });
+    checks.extend(no_work(result));
+    checks
+}
+
+/// A run that completed no unit in its window measured a stall (seen on a Galera cluster
+/// under a busy machine: 2 s without an answer), not the workload: it must not count.
+fn no_work(result: &crate::driver::RunResult) -> Option<crate::workloads::Check> {
+    let completed = result.status == crate::driver::RunStatus::Completed;
+    (completed && result.measured.units == 0).then(|| crate::workloads::Check {
+        name: "the measured window completed work".into(),
+        ok: false,
+        detail: format!(
+            "no unit completed in its {:.1} s: the database did not answer (a stall), so the run measures nothing",
+            result.elapsed_s
+        ),
     })
 }
 

@@ -77,11 +77,13 @@ fn tde_study(dir: &Path, blocks: usize, settings: &str) -> (std::process::Output
     std::fs::write(
         &study,
         format!(
-            "name = \"galera-tde\"\nblocks = {{ min = {blocks}, max = {blocks} }}\n\
+            "name = \"galera-tde\"\nblocks = {{ min = {blocks}, max = {} }}\n\
              [target]\nengine = \"mariadb\"\nnodes = 2\nsettings = {{ innodb_buffer_pool_size = \"64M\"{settings} }}\n\
              [workload]\nname = \"tpcb\"\nsize = \"1\"\nthreads = 3\nduration = \"2s\"\nwarmup = \"1s\"\n\
              [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
-             [[variants]]\nname = \"tde\"\nkind = \"mariadb-tde\"\n"
+             [[variants]]\nname = \"tde\"\nkind = \"mariadb-tde\"\n",
+            // A block whose runs stalled on a busy machine does not count: room for one more.
+            blocks + 1
         ),
     )
     .unwrap();
