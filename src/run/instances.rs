@@ -85,22 +85,36 @@ pub fn checks_after(
     let mut checks = w.check(copy, meta, Some(&result.from_start)).unwrap_or_else(|e| {
         vec![crate::workloads::Check { name: "post-run checks could run".into(), ok: false, detail: format!("{e:#}") }]
     });
-    checks.extend(no_work(result));
+    checks.extend(no_work(&result.status, result.measured.units, result.elapsed_s));
     checks
 }
 
 /// A run that completed no unit in its window measured a stall (seen on a Galera cluster
 /// under a busy machine: 2 s without an answer), not the workload: it must not count.
-fn no_work(result: &crate::driver::RunResult) -> Option<crate::workloads::Check> {
-    let completed = result.status == crate::driver::RunStatus::Completed;
-    (completed && result.measured.units == 0).then(|| crate::workloads::Check {
+fn no_work(status: &crate::driver::RunStatus, units: u64, elapsed_s: f64) -> Option<crate::workloads::Check> {
+    let completed = *status == crate::driver::RunStatus::Completed;
+    (completed && units == 0).then(|| crate::workloads::Check {
         name: "the measured window completed work".into(),
         ok: false,
         detail: format!(
             "no unit completed in its {:.1} s: the database did not answer (a stall), so the run measures nothing",
-            result.elapsed_s
+            elapsed_s
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::RunStatus;
+
+    #[test]
+    fn a_completed_run_without_a_unit_does_not_count_and_others_are_left_to_their_status() {
+        let stalled = no_work(&RunStatus::Completed, 0, 2.0).unwrap();
+        assert!(!stalled.ok && stalled.detail.contains("no unit completed in its 2.0 s"), "{stalled:?}");
+        assert!(no_work(&RunStatus::Completed, 1, 2.0).is_none());
+        assert!(no_work(&RunStatus::Failed("x".into()), 0, 0.0).is_none());
+    }
 }
 
 /// Each measure over the instances: rates (higher is better) add up, costs per unit are
