@@ -103,19 +103,6 @@ fn no_work(status: &crate::driver::RunStatus, units: u64, elapsed_s: f64) -> Opt
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::driver::RunStatus;
-
-    #[test]
-    fn a_completed_run_without_a_unit_does_not_count_and_others_are_left_to_their_status() {
-        let stalled = no_work(&RunStatus::Completed, 0, 2.0).unwrap();
-        assert!(!stalled.ok && stalled.detail.contains("no unit completed in its 2.0 s"), "{stalled:?}");
-        assert!(no_work(&RunStatus::Completed, 1, 2.0).is_none());
-        assert!(no_work(&RunStatus::Failed("x".into()), 0, 0.0).is_none());
-    }
-}
 
 /// Each measure over the instances: rates (higher is better) add up, costs per unit are
 /// averaged over the units; `None` when any instance lacks it.
@@ -136,4 +123,18 @@ fn summed(records: &[RunRecord]) -> Vec<Measure> {
             Measure { value, ..m.clone() }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::RunStatus;
+
+    #[test]
+    fn a_completed_run_without_a_unit_does_not_count_and_others_are_left_to_their_status() {
+        let stalled = no_work(&RunStatus::Completed, 0, 2.0).unwrap();
+        assert!(!stalled.ok && stalled.detail.contains("no unit completed in its 2.0 s"), "{stalled:?}");
+        assert!(no_work(&RunStatus::Completed, 1, 2.0).is_none());
+        assert!(no_work(&RunStatus::Failed("x".into()), 0, 0.0).is_none());
+    }
 }
