@@ -103,7 +103,6 @@ fn no_work(status: &crate::driver::RunStatus, units: u64, elapsed_s: f64) -> Opt
     })
 }
 
-
 /// Each measure over the instances: rates (higher is better) add up, costs per unit are
 /// averaged over the units; `None` when any instance lacks it.
 fn summed(records: &[RunRecord]) -> Vec<Measure> {
