@@ -2,6 +2,7 @@
 
 mod build;
 mod capacity;
+mod capture;
 mod check;
 mod cipher;
 mod fileio;
@@ -45,6 +46,9 @@ enum Command {
     Study(study::StudyArgs),
     /// Find how many database instances each configuration holds at an SLA (step up, then bisect).
     Capacity(capacity::CapacityArgs),
+    /// Capture a PostgreSQL server's traffic for a window (every statement logged, then the
+    /// settings put back) with the database as the window began: the log a replay plays.
+    Capture(capture::CaptureArgs),
     /// Browse the results store ($DBVS_RESULTS, default ~/.local/share/dbvs/results.db).
     #[command(subcommand)]
     Results(results::ResultsCommand),
@@ -143,6 +147,8 @@ struct DbArgs {
     bignw: workloads::bignw::Options,
     #[command(flatten)]
     command: workloads::command::Options,
+    #[command(flatten)]
+    replay: workloads::replay::Options,
 }
 
 fn parse_server_setting(s: &str) -> Result<(String, String), String> {
@@ -180,6 +186,7 @@ impl DbArgs {
             Options::Oltp(_) => Options::Oltp(self.oltp.clone()),
             Options::Bignw(_) => Options::Bignw(self.bignw.clone()),
             Options::Command(_) => Options::Command(self.command.clone()),
+            Options::Replay(_) => Options::Replay(self.replay.clone()),
             other => other,
         })
     }
@@ -250,6 +257,7 @@ pub fn main() -> ExitCode {
         Command::Fileio(a) => fileio::main(a),
         Command::Study(a) => study::main(a),
         Command::Capacity(a) => capacity::main(a),
+        Command::Capture(a) => capture::main(a),
         Command::Results(c) => results::results(c),
         Command::Report(a) => results::report(a),
         Command::Compare(a) => results::compare(a),

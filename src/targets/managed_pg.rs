@@ -289,6 +289,10 @@ impl super::ManagedServer for ManagedPg {
         &self.place.cgroups
     }
 
+    fn stderr_log(&self) -> Option<PathBuf> {
+        Some(self.log())
+    }
+
     fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(self.log()).unwrap_or_default();
         let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();

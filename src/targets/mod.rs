@@ -105,6 +105,10 @@ pub trait Target: Send + Sync {
     /// What telemetry watches for this target: its data's directories and, for a server
     /// dbvs runs, the server's pid file.
     fn watch(&self) -> Watch;
+    /// The server dbvs runs for this target, if it does.
+    fn managed(&self) -> Keepalive {
+        None
+    }
 }
 
 /// See [`Target::watch`].
@@ -151,6 +155,10 @@ pub trait ManagedServer: Send + Sync {
     /// the seed's server backed up inside its one-core VM.
     fn cgroups(&self) -> &[PathBuf] {
         &[]
+    }
+    /// The file its stderr log goes to, when it goes to one dbvs chose.
+    fn stderr_log(&self) -> Option<PathBuf> {
+        None
     }
     /// The file holding the server's process id.
     fn pid_file(&self) -> PathBuf {
@@ -430,7 +438,7 @@ pub fn parse_server_url(url: &str, schemes: &[&str], default_port: u16, password
     Ok(ServerUrl { host: host.into(), port, user: auth.into(), dbname: db.into() })
 }
 
-const META_TABLE: &str = "dbvs_meta";
+pub const META_TABLE: &str = "dbvs_meta";
 
 /// Writes build metadata into the database being built.
 pub fn write_meta(conn: &mut Connection, meta: &BuildMeta) -> Result<()> {

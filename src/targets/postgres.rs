@@ -155,6 +155,10 @@ impl PgTarget {
 }
 
 impl Target for PgTarget {
+    fn managed(&self) -> super::Keepalive {
+        self.server.clone()
+    }
+
     fn info(&self) -> TargetInfo {
         TargetInfo { engine: super::Engine::Postgres, location: self.location.clone(), encrypted: false }
     }

@@ -284,6 +284,13 @@ impl Workload for Command {
     }
 }
 
+/// Runs a user's script to its end (as `dbvs capture` runs the traffic it captures), with
+/// `env`; what it printed.
+pub fn run_script(text: &str, env: &[(String, String)], what: &'static str) -> Result<String> {
+    let out = script::run(&Script { text, env, what, bound: None }, Box::new(|_| None))?;
+    Ok(out.shown())
+}
+
 /// Options of a command that prints its figure, read by `regex` or `json_pointer`.
 #[cfg(test)]
 fn test_options(regex: Option<&str>, pointer: Option<&str>) -> Options {

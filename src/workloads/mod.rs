@@ -13,6 +13,7 @@ pub mod command;
 pub mod ds2;
 pub mod fileio;
 pub mod oltp;
+pub mod replay;
 pub mod tpcb;
 pub mod tpcc;
 
@@ -28,7 +29,7 @@ use serde::{Deserialize, Serialize};
 pub const CANARY: &str = "DBVS-CANARY-PLAINTEXT-7F3A";
 
 /// Every workload's name.
-pub const ALL: &[&str] = &["ds2", "tpcb", "tpcc", "oltp", "batch", "bignw", "fileio", "cipher", "command"];
+pub const ALL: &[&str] = &["ds2", "tpcb", "tpcc", "oltp", "batch", "bignw", "fileio", "cipher", "command", "replay"];
 
 /// The workloads that drive a database, which `dbvs build`, `run` and `check` accept.
 pub fn driven_names() -> Vec<&'static str> {
@@ -142,6 +143,7 @@ pub enum Options {
     Fileio(fileio::Options),
     Cipher(cipher::Options),
     Command(command::Options),
+    Replay(replay::Options),
 }
 
 /// The options of a workload that has none beyond the common ones (so a stray key is an error).
@@ -167,6 +169,7 @@ impl Options {
             Options::Fileio(_) => "fileio",
             Options::Cipher(_) => "cipher",
             Options::Command(_) => "command",
+            Options::Replay(_) => "replay",
         }
     }
 
@@ -244,6 +247,7 @@ impl WorkloadSpec {
             Options::Fileio(o) => Kind::Standalone(Box::new(fileio::Fileio::new(self, o)?)),
             Options::Cipher(o) => Kind::Standalone(Box::new(cipher::Aes::new(self, o)?)),
             Options::Command(o) => Kind::Driven(Box::new(command::Command::new(self, o)?)),
+            Options::Replay(o) => Kind::Driven(Box::new(replay::Replay::new(self, o)?)),
         })
     }
 
@@ -360,6 +364,7 @@ mod tests {
         page.assert_lists(&section("fileio"), fields::<super::fileio::Options>());
         page.assert_lists(&section("cipher"), fields::<super::cipher::Options>());
         page.assert_lists(&section("command"), fields::<super::command::Options>());
+        page.assert_lists(&section("replay"), fields::<super::replay::Options>());
     }
 
     use super::*;
@@ -381,7 +386,7 @@ mod tests {
         let e = Options::named("tpcd").unwrap_err().to_string();
         assert!(e.contains("'tpcd'") && e.contains("cipher"), "{e}");
         assert_eq!(throughput_names(), ["ds2", "tpcb", "tpcc", "oltp"]);
-        assert_eq!(driven_names(), ["ds2", "tpcb", "tpcc", "oltp", "batch", "bignw", "command"]);
+        assert_eq!(driven_names(), ["ds2", "tpcb", "tpcc", "oltp", "batch", "bignw", "command", "replay"]);
     }
 
     #[test]

@@ -21,6 +21,7 @@ mod mariadb;
 mod placement;
 mod postgres;
 mod remote;
+mod replay;
 mod results_docs;
 mod seeds;
 mod settings;

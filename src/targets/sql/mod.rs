@@ -12,6 +12,7 @@ pub mod bulk;
 mod mariadb;
 pub use mariadb::{WireError, WireOpts};
 mod postgres;
+pub mod replay;
 mod sqlite;
 
 use super::{Connection, Engine};

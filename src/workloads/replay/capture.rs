@@ -1,0 +1,171 @@
+//! `dbvs capture`: a replay's log, from a PostgreSQL server, for a window. It turns on
+//! logging every statement, connection and disconnection (`ALTER SYSTEM` and a reload, so
+//! no restart), waits while the traffic runs, sets every setting back as it was (on errors
+//! and Ctrl-C too), and copies the lines the window added to the server's log through SQL
+//! (`pg_read_binary_file`), so it works on a server on another host. Its own session's
+//! lines are left out.
+
+use super::prefix::Prefix;
+use crate::targets::sql::{adhoc, exec};
+use crate::targets::Connection;
+use anyhow::{bail, Context, Result};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The prefix a capture sets, and a replay of it reads.
+pub const PREFIX: &str = "%m [%p] %q%u@%d ";
+
+/// What a capture sets for its window.
+const SETTINGS: &[(&str, &str)] = &[
+    ("log_statement", "all"),
+    ("log_connections", "on"),
+    ("log_disconnections", "on"),
+    ("log_line_prefix", PREFIX),
+    // Statements in full, parameters too (a replay runs them).
+    ("log_parameter_max_length", "-1"),
+];
+
+/// How much of the log one read copies.
+const CHUNK: i64 = 8 << 20;
+
+/// A server's settings as they were, put back when dropped.
+pub struct Window<'a> {
+    conn: &'a mut Connection,
+    /// Each setting, and the value `postgresql.auto.conf` gave it before (`None`: it gave none).
+    before: Vec<(String, Option<String>)>,
+    log: PathBuf,
+    start: i64,
+    own_pid: i64,
+    restored: bool,
+}
+
+impl<'a> Window<'a> {
+    /// Turns the logging on; the log's current end is where the capture starts.
+    pub fn open(conn: &'a mut Connection) -> Result<Self> {
+        let text = |conn: &mut Connection, sql: &str| -> Result<Option<String>> {
+            let rows = adhoc(conn, sql)?;
+            Ok(if rows.is_empty() { None } else { rows.text(0, 0).ok().map(|t| t.into_owned()) })
+        };
+        let destination = text(conn, "SHOW log_destination")?.unwrap_or_default();
+        if !destination.split(',').any(|d| d.trim() == "stderr") {
+            bail!("the server logs to '{destination}', not stderr: capture reads the stderr log; add stderr to log_destination");
+        }
+        let log = match text(conn, "SELECT pg_current_logfile('stderr')")? {
+            Some(f) => PathBuf::from(f),
+            None => bail!(
+                "the server does not say where its log is (logging_collector is off, its stderr goes elsewhere): turn \
+                 logging_collector on, or capture a server dbvs manages"
+            ),
+        };
+        Self::open_on(conn, log)
+    }
+
+    /// [`Window::open`] on a server whose stderr log is `log` (a managed server's own file).
+    pub fn open_on(conn: &'a mut Connection, log: PathBuf) -> Result<Self> {
+        let mut before = Vec::new();
+        for (name, _) in SETTINGS {
+            let sql = format!(
+                "SELECT setting FROM pg_settings WHERE name = '{name}' AND sourcefile LIKE '%postgresql.auto.conf'"
+            );
+            let rows = adhoc(conn, &sql).with_context(|| format!("cannot read the setting {name}"))?;
+            before.push((
+                name.to_string(),
+                (!rows.is_empty()).then(|| rows.text(0, 0).map(|t| t.into_owned())).transpose()?,
+            ));
+        }
+        let own_pid = adhoc(conn, "SELECT pg_backend_pid()")?.int(0, 0)?;
+        let start = file_size(conn, &log)?;
+        let mut w = Window { conn, before, log, start, own_pid, restored: false };
+        for (name, value) in SETTINGS {
+            exec(w.conn, &format!("ALTER SYSTEM SET {name} = '{value}'")).with_context(|| {
+                format!("cannot set {name} (capture needs a superuser, to ALTER SYSTEM and read the log)")
+            })?;
+        }
+        w.reload()?;
+        Ok(w)
+    }
+
+    fn reload(&mut self) -> Result<()> {
+        adhoc(self.conn, "SELECT pg_reload_conf()")?;
+        // Every backend reads the new settings at its next statement; the server's own
+        // processes within moments.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        Ok(())
+    }
+
+    /// Sets everything back, and copies what the window added to the log into `out`;
+    /// returns the lines copied.
+    pub fn close(mut self, out: &Path) -> Result<u64> {
+        self.restore()?;
+        let end = file_size(self.conn, &self.log)?;
+        copy_lines(self.conn, &self.log, (self.start, end), self.own_pid, out)
+    }
+
+    fn restore(&mut self) -> Result<()> {
+        for (name, value) in std::mem::take(&mut self.before) {
+            let sql = match value {
+                Some(v) => format!("ALTER SYSTEM SET {name} = '{}'", v.replace('\'', "''")),
+                None => format!("ALTER SYSTEM RESET {name}"),
+            };
+            exec(self.conn, &sql)?;
+        }
+        self.restored = true;
+        self.reload()
+    }
+
+    /// What the window changed, for the user.
+    pub fn changes() -> String {
+        SETTINGS.iter().map(|(n, v)| format!("{n} = '{v}'")).collect::<Vec<_>>().join(", ")
+    }
+}
+
+impl Drop for Window<'_> {
+    fn drop(&mut self) {
+        if !self.restored {
+            if let Err(e) = self.restore() {
+                eprintln!(
+                    "warning: could not set the server's logging back ({e:#}): run ALTER SYSTEM RESET on {}",
+                    Self::changes()
+                );
+            }
+        }
+    }
+}
+
+fn file_size(conn: &mut Connection, log: &Path) -> Result<i64> {
+    let sql = format!("SELECT size FROM pg_stat_file('{}')", log.display().to_string().replace('\'', "''"));
+    Ok(adhoc(conn, &sql).with_context(|| format!("cannot see the server's log {}", log.display()))?.int(0, 0)?)
+}
+
+/// Copies the log's bytes in `range` into `out`: the lines behind the capture's prefix,
+/// and their continuation lines, except those of `own_pid`.
+fn copy_lines(conn: &mut Connection, log: &Path, (start, end): (i64, i64), own_pid: i64, out: &Path) -> Result<u64> {
+    let prefix = Prefix::new(PREFIX)?;
+    let mut file =
+        std::io::BufWriter::new(std::fs::File::create(out).with_context(|| format!("cannot write {}", out.display()))?);
+    let (mut at, mut partial, mut keep, mut lines) = (start, Vec::<u8>::new(), false, 0u64);
+    let path = log.display().to_string().replace('\'', "''");
+    let own = own_pid.to_string();
+    while at < end {
+        let len = CHUNK.min(end - at);
+        let sql = format!("SELECT encode(pg_read_binary_file('{path}', {at}, {len}), 'base64')");
+        let chunk = adhoc(conn, &sql)?.text(0, 0)?.replace('\n', "");
+        partial.extend(base64::Engine::decode(&base64::engine::general_purpose::STANDARD, chunk)?);
+        at += len;
+        let last_end = partial.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        for line in partial[..last_end].split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+            let text = String::from_utf8_lossy(line);
+            if !text.starts_with('\t') {
+                keep = prefix.line.captures(&text).is_some_and(|c| c.name("pid").is_none_or(|p| p.as_str() != own));
+            }
+            if keep {
+                file.write_all(line)?;
+                file.write_all(b"\n")?;
+                lines += 1;
+            }
+        }
+        partial.drain(..last_end);
+    }
+    file.flush()?;
+    Ok(lines)
+}

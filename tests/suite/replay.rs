@@ -1,0 +1,129 @@
+//! The replay workload on a real PostgreSQL: `dbvs capture` records pgbench's traffic in
+//! both protocols with the database as it began, and a replay plays it on a fresh copy of
+//! that dump, as fast as it can and on the recorded schedule.
+
+use crate::common::*;
+use serde_json::Value;
+use std::path::Path;
+
+const PREFIX: &str = "%m [%p] %q%u@%d ";
+
+/// The statements a log records, and the seconds from its first to its last.
+fn statements_in(log: &str) -> (usize, f64) {
+    let lines: Vec<&str> =
+        log.lines().filter(|l| l.contains("LOG:  statement: ") || l.contains("LOG:  execute ")).collect();
+    let secs = |l: &str| {
+        let t = &l[11..23]; // HH:MM:SS.mmm
+        let p: Vec<f64> = t.split(':').map(|x| x.parse().unwrap()).collect();
+        p[0] * 3600.0 + p[1] * 60.0 + p[2]
+    };
+    (lines.len(), secs(lines[lines.len() - 1]) - secs(lines[0]))
+}
+
+fn replay(data: &Path, out: &Path, json: &Path, pacing: &[&str]) -> Value {
+    let (log, dump) = (out.join("capture.log"), out.join("dump.pgdump"));
+    let mut args =
+        vec!["run", "--target", "managed-postgres", "--data-dir", data.to_str().unwrap(), "--workload", "replay"];
+    args.extend(["--replay-log", log.to_str().unwrap(), "--log-prefix", PREFIX, "--dump", dump.to_str().unwrap()]);
+    args.extend(pacing);
+    args.extend(["--json", json.to_str().unwrap()]);
+    ok(&args);
+    serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
+}
+
+#[test]
+fn a_captured_pgbench_run_replays_every_statement_to_the_same_rows_fast_and_on_schedule() {
+    let _share = share();
+    let dir = reachable_tempdir();
+    let (data, out) = (dir.path().join("data"), dir.path().join("capture"));
+    // Extended protocol (bind parameters), then simple; at a set rate, so the recording has
+    // room between transactions that an as-recorded replay must keep.
+    let traffic = "pgbench -n -M extended -c 2 -t 60 -R 100 && pgbench -n -M simple -c 2 -t 30 -R 100";
+    let o = ok(&[
+        "capture",
+        "--target",
+        "managed-postgres",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--setup",
+        "pgbench -i -s 1 -q",
+        "--command",
+        traffic,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(stdout(&o).contains("the server's settings are back as they were"), "{}", stdout(&o));
+    let auto = std::fs::read_to_string(data.join("postgresql.auto.conf")).unwrap();
+    assert!(!auto.contains("log_statement"), "the capture left its settings on:\n{auto}");
+    let log = std::fs::read_to_string(out.join("capture.log")).unwrap();
+    let (statements, span) = statements_in(&log);
+    // pgbench's 180 transactions of 7 statements each, and its own few queries.
+    assert!(statements >= 180 * 7, "{statements} statements in the log");
+
+    let fast = replay(&data, &out, &dir.path().join("fast.json"), &["--pacing", "fast"]);
+    let r = &fast["metrics"]["replay"];
+    assert_eq!(r["statements"].as_u64(), Some(statements as u64), "{r}");
+    assert_eq!(r["failed"]["now_only"], 0, "{r}");
+    let rows = fast["metrics"]["rows"].as_str().unwrap();
+    assert!(rows.starts_with("all ") && rows.ends_with("at the end of the capture"), "{rows}");
+    let classes: Vec<&str> = r["classes"].as_array().unwrap().iter().map(|c| c["class"].as_str().unwrap()).collect();
+    assert!(classes.contains(&"UPDATE pgbench_accounts SET abalance = abalance + ? WHERE aid = ?"), "{classes:?}");
+
+    // As recorded, twice as fast: no statement starts before its time, so the replay takes
+    // at least half the recorded span.
+    let paced = replay(&data, &out, &dir.path().join("paced.json"), &["--pacing", "recorded", "--speed", "2"]);
+    let r = &paced["metrics"]["replay"];
+    assert_eq!(r["statements"].as_u64(), Some(statements as u64), "{r}");
+    let elapsed = r["elapsed_s"].as_f64().unwrap();
+    assert!(elapsed >= span / 2.0 - 0.01, "replayed in {elapsed} s a log of {span} s at speed 2");
+    assert!(r["lag"]["p50_ms"].as_f64().is_some(), "{r}");
+    assert!(paced["measures"].as_array().unwrap().iter().any(|m| m["name"] == "lag behind the recording"));
+}
+
+#[test]
+fn a_log_line_that_is_not_the_server_s_is_one_error_naming_it() {
+    let _share = share();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("broken.log");
+    std::fs::write(
+        &log,
+        "2026-11-28 20:00:00.000 UTC [10] LOG:  statement: SELECT 1\nwaiting for server to start.... done\n",
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let o = dbvs(&[
+        "run",
+        "--target",
+        "managed-postgres",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--workload",
+        "replay",
+        "--replay-log",
+        log.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    let line = err.lines().find(|l| l.starts_with("error:")).unwrap_or_default();
+    assert!(line.contains("line 2 is not a log line") && line.contains("log_line_prefix"), "{err}");
+    // A log without it, and a missing one, are refused before anything starts.
+    let o = dbvs(&["run", "--target", "managed-postgres", "--workload", "replay", "--replay-log", "/nonexistent.log"]);
+    assert!(stderr(&o).contains("cannot read the log /nonexistent.log"), "{}", stderr(&o));
+}
+
+#[test]
+fn the_shipped_replay_study_compares_its_capture_as_recorded_and_as_fast_as_possible() {
+    let _share = long_share();
+    let dir = reachable_tempdir();
+    let out = dir.path().join("out");
+    ok(&["study", "studies/replay.toml", "--quick", "--out", out.to_str().unwrap()]);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    for needle in [
+        "| replay as recorded | statement latency |",
+        "| replay as recorded | lag behind the recording |",
+        "| replay as fast as possible | replay time |",
+        "| gocryptfs |",
+    ] {
+        assert!(md.contains(needle), "'{needle}' missing from:\n{md}");
+    }
+}
