@@ -46,6 +46,9 @@ pub struct CaptureArgs {
     /// keeps what was captured.
     #[arg(long, value_parser = parse_duration)]
     duration: Option<Duration>,
+    /// The log_line_prefix to log with for the window (pgreplay reads '%m|%u|%d|%c|').
+    #[arg(long, value_name = "PREFIX", default_value = PREFIX)]
+    log_prefix: String,
     /// Leave out the dump (the replay's database is restored some other way).
     #[arg(long)]
     no_dump: bool,
@@ -82,10 +85,10 @@ pub fn main(args: CaptureArgs) -> Result<ExitCode> {
     }
     let mut conn = db.connect()?;
     let window = match managed.as_ref().and_then(|s| s.stderr_log()) {
-        Some(log) => Window::open_on(&mut conn, log)?,
-        None => Window::open(&mut conn)?,
+        Some(log) => Window::open_on(&mut conn, log, &args.log_prefix)?,
+        None => Window::open(&mut conn, &args.log_prefix)?,
     };
-    eprintln!("capturing: set for the window: {}", Window::changes());
+    eprintln!("capturing: set for the window: {}", window.changes());
     match &traffic {
         Some(script) => eprintln!("{}", command::run_script(script, &env, "command")?.trim_end()),
         None => {
@@ -100,7 +103,7 @@ pub fn main(args: CaptureArgs) -> Result<ExitCode> {
     tables::save(&counts, &tables::beside(&log))?;
     println!("captured {lines} log lines into {}; the server's settings are back as they were", log.display());
     println!("replay them in a study with:");
-    println!("  [workload]\n  name = \"replay\"\n  log = \"{}\"\n  prefix = \"{PREFIX}\"", log.display());
+    println!("  [workload]\n  name = \"replay\"\n  log = \"{}\"\n  prefix = \"{}\"", log.display(), args.log_prefix);
     if !args.no_dump {
         println!("  dump = \"{}\"", args.out.join("dump.pgdump").display());
     }

@@ -12,18 +12,20 @@ use anyhow::{bail, Context, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// The prefix a capture sets, and a replay of it reads.
+/// The prefix a capture sets unless told another, and a replay of it reads.
 pub const PREFIX: &str = "%m [%p] %q%u@%d ";
 
-/// What a capture sets for its window.
-const SETTINGS: &[(&str, &str)] = &[
-    ("log_statement", "all"),
-    ("log_connections", "on"),
-    ("log_disconnections", "on"),
-    ("log_line_prefix", PREFIX),
-    // Statements in full, parameters too (a replay runs them).
-    ("log_parameter_max_length", "-1"),
-];
+/// What a capture sets for its window, its lines behind `prefix`.
+fn settings(prefix: &str) -> [(&'static str, String); 5] {
+    [
+        ("log_statement", "all".into()),
+        ("log_connections", "on".into()),
+        ("log_disconnections", "on".into()),
+        ("log_line_prefix", prefix.into()),
+        // Statements in full, parameters too (a replay runs them).
+        ("log_parameter_max_length", "-1".into()),
+    ]
+}
 
 /// How much of the log one read copies.
 const CHUNK: i64 = 8 << 20;
@@ -34,14 +36,16 @@ pub struct Window<'a> {
     /// Each setting, and the value `postgresql.auto.conf` gave it before (`None`: it gave none).
     before: Vec<(String, Option<String>)>,
     log: PathBuf,
+    prefix: String,
     start: i64,
-    own_pid: i64,
+    /// This session's pid and session id (`%p`, `%c`): its own lines are left out.
+    own: (String, String),
     restored: bool,
 }
 
 impl<'a> Window<'a> {
     /// Turns the logging on; the log's current end is where the capture starts.
-    pub fn open(conn: &'a mut Connection) -> Result<Self> {
+    pub fn open(conn: &'a mut Connection, prefix: &str) -> Result<Self> {
         let text = |conn: &mut Connection, sql: &str| -> Result<Option<String>> {
             let rows = adhoc(conn, sql)?;
             Ok(if rows.is_empty() { None } else { rows.text(0, 0).ok().map(|t| t.into_owned()) })
@@ -57,13 +61,14 @@ impl<'a> Window<'a> {
                  logging_collector on, or capture a server dbvs manages"
             ),
         };
-        Self::open_on(conn, log)
+        Self::open_on(conn, log, prefix)
     }
 
     /// [`Window::open`] on a server whose stderr log is `log` (a managed server's own file).
-    pub fn open_on(conn: &'a mut Connection, log: PathBuf) -> Result<Self> {
+    pub fn open_on(conn: &'a mut Connection, log: PathBuf, prefix: &str) -> Result<Self> {
+        Prefix::new(prefix).context("--log-prefix")?;
         let mut before = Vec::new();
-        for (name, _) in SETTINGS {
+        for (name, _) in settings(prefix) {
             let sql = format!(
                 "SELECT setting FROM pg_settings WHERE name = '{name}' AND sourcefile LIKE '%postgresql.auto.conf'"
             );
@@ -73,10 +78,15 @@ impl<'a> Window<'a> {
                 (!rows.is_empty()).then(|| rows.text(0, 0).map(|t| t.into_owned())).transpose()?,
             ));
         }
-        let own_pid = adhoc(conn, "SELECT pg_backend_pid()")?.int(0, 0)?;
+        let own = adhoc(
+            conn,
+            "SELECT pid::text, to_hex(trunc(extract(epoch FROM backend_start))::int) || '.' || to_hex(pid) \
+             FROM pg_stat_activity WHERE pid = pg_backend_pid()",
+        )?;
+        let own = (own.text(0, 0)?.into_owned(), own.text(0, 1)?.into_owned());
         let start = file_size(conn, &log)?;
-        let mut w = Window { conn, before, log, start, own_pid, restored: false };
-        for (name, value) in SETTINGS {
+        let mut w = Window { conn, before, log, prefix: prefix.to_string(), start, own, restored: false };
+        for (name, value) in settings(prefix) {
             exec(w.conn, &format!("ALTER SYSTEM SET {name} = '{value}'")).with_context(|| {
                 format!("cannot set {name} (capture needs a superuser, to ALTER SYSTEM and read the log)")
             })?;
@@ -98,7 +108,7 @@ impl<'a> Window<'a> {
     pub fn close(mut self, out: &Path) -> Result<u64> {
         self.restore()?;
         let end = file_size(self.conn, &self.log)?;
-        copy_lines(self.conn, &self.log, (self.start, end), self.own_pid, out)
+        copy_lines(self.conn, &self.log, (self.start, end), (&self.prefix, &self.own), out)
     }
 
     fn restore(&mut self) -> Result<()> {
@@ -114,8 +124,8 @@ impl<'a> Window<'a> {
     }
 
     /// What the window changed, for the user.
-    pub fn changes() -> String {
-        SETTINGS.iter().map(|(n, v)| format!("{n} = '{v}'")).collect::<Vec<_>>().join(", ")
+    pub fn changes(&self) -> String {
+        settings(&self.prefix).iter().map(|(n, v)| format!("{n} = '{v}'")).collect::<Vec<_>>().join(", ")
     }
 }
 
@@ -125,7 +135,7 @@ impl Drop for Window<'_> {
             if let Err(e) = self.restore() {
                 eprintln!(
                     "warning: could not set the server's logging back ({e:#}): run ALTER SYSTEM RESET on {}",
-                    Self::changes()
+                    self.changes()
                 );
             }
         }
@@ -137,15 +147,20 @@ fn file_size(conn: &mut Connection, log: &Path) -> Result<i64> {
     Ok(adhoc(conn, &sql).with_context(|| format!("cannot see the server's log {}", log.display()))?.int(0, 0)?)
 }
 
-/// Copies the log's bytes in `range` into `out`: the lines behind the capture's prefix,
-/// and their continuation lines, except those of `own_pid`.
-fn copy_lines(conn: &mut Connection, log: &Path, (start, end): (i64, i64), own_pid: i64, out: &Path) -> Result<u64> {
-    let prefix = Prefix::new(PREFIX)?;
+/// Copies the log's bytes in `range` into `out`: the lines behind `prefix`, and their
+/// continuation lines, except those of the session `own` (its pid and session id).
+fn copy_lines(
+    conn: &mut Connection,
+    log: &Path,
+    (start, end): (i64, i64),
+    (prefix, own): (&str, &(String, String)),
+    out: &Path,
+) -> Result<u64> {
+    let prefix = Prefix::new(prefix)?;
     let mut file =
         std::io::BufWriter::new(std::fs::File::create(out).with_context(|| format!("cannot write {}", out.display()))?);
     let (mut at, mut partial, mut keep, mut lines) = (start, Vec::<u8>::new(), false, 0u64);
     let path = log.display().to_string().replace('\'', "''");
-    let own = own_pid.to_string();
     while at < end {
         let len = CHUNK.min(end - at);
         let sql = format!("SELECT encode(pg_read_binary_file('{path}', {at}, {len}), 'base64')");
@@ -156,7 +171,10 @@ fn copy_lines(conn: &mut Connection, log: &Path, (start, end): (i64, i64), own_p
         for line in partial[..last_end].split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
             let text = String::from_utf8_lossy(line);
             if !text.starts_with('\t') {
-                keep = prefix.line.captures(&text).is_some_and(|c| c.name("pid").is_none_or(|p| p.as_str() != own));
+                keep = prefix.line.captures(&text).is_some_and(|c| {
+                    c.name("pid").is_none_or(|p| p.as_str() != own.0)
+                        && c.name("session").is_none_or(|s| s.as_str() != own.1)
+                });
             }
             if keep {
                 file.write_all(line)?;
