@@ -102,6 +102,18 @@ pub struct Pacing {
     pub pin_workers: bool,
 }
 
+impl Pacing {
+    /// A fixed amount of work in one session: `units` units in one worker, with no warm-up
+    /// or think time, however long they take (the batch suite, bignw, a command, a replay).
+    pub fn fixed_work(&mut self, units: u64) {
+        self.threads = 1;
+        self.warmup = Duration::ZERO;
+        self.think_time = Duration::ZERO;
+        self.iterations = Some(units);
+        self.duration = self.duration.max(Duration::from_secs(7 * 24 * 3600));
+    }
+}
+
 mod secs {
     use serde::Deserialize;
 

@@ -241,11 +241,7 @@ impl Workload for Command {
     fn adjust_pacing(&self, p: &mut Pacing) {
         let mut asked = self.asked.lock().unwrap_or_else(|p| p.into_inner());
         asked.get_or_insert(Asked { threads: p.threads, duration: p.duration, warmup: p.warmup });
-        p.threads = 1;
-        p.warmup = Duration::ZERO;
-        p.think_time = Duration::ZERO;
-        p.iterations = Some(u64::from(self.repeat));
-        p.duration = p.duration.max(Duration::from_secs(7 * 24 * 3600));
+        p.fixed_work(u64::from(self.repeat));
     }
 
     fn params(&self) -> serde_json::Value {

@@ -373,11 +373,7 @@ impl Workload for Bignw {
     }
 
     fn adjust_pacing(&self, p: &mut Pacing) {
-        p.threads = 1;
-        p.warmup = Duration::ZERO;
-        p.think_time = Duration::ZERO;
-        p.iterations = Some(u64::from(self.repeat) * self.selected.len() as u64);
-        p.duration = p.duration.max(Duration::from_secs(7 * 24 * 3600));
+        p.fixed_work(u64::from(self.repeat) * self.selected.len() as u64);
     }
 
     fn params(&self) -> serde_json::Value {

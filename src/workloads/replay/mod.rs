@@ -27,7 +27,7 @@ use serde_json::json;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tally::Summary;
 
 pub use play::Pacing as ReplayPacing;
@@ -263,11 +263,7 @@ impl Workload for Replay {
 
     /// The driver runs the replay once, in one worker; the log's sessions are its clients.
     fn adjust_pacing(&self, p: &mut Pacing) {
-        p.threads = 1;
-        p.warmup = Duration::ZERO;
-        p.think_time = Duration::ZERO;
-        p.iterations = Some(1);
-        p.duration = p.duration.max(Duration::from_secs(7 * 24 * 3600));
+        p.fixed_work(1);
     }
 
     fn params(&self) -> serde_json::Value {
