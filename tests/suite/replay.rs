@@ -21,7 +21,11 @@ fn statements_in(log: &str) -> (usize, f64) {
 }
 
 fn replay(data: &Path, out: &Path, json: &Path, pacing: &[&str]) -> Value {
-    let (log, dump) = (out.join("capture.log"), out.join("dump.pgdump"));
+    replay_from(data, out, &out.join("dump.pgdump"), json, pacing)
+}
+
+fn replay_from(data: &Path, out: &Path, dump: &Path, json: &Path, pacing: &[&str]) -> Value {
+    let log = out.join("capture.log");
     let mut args =
         vec!["run", "--target", "managed-postgres", "--data-dir", data.to_str().unwrap(), "--workload", "replay"];
     args.extend(["--replay-log", log.to_str().unwrap(), "--log-prefix", PREFIX, "--dump", dump.to_str().unwrap()]);
@@ -68,6 +72,18 @@ fn a_captured_pgbench_run_replays_every_statement_to_the_same_rows_fast_and_on_s
     assert!(rows.starts_with("all ") && rows.ends_with("at the end of the capture"), "{rows}");
     let classes: Vec<&str> = r["classes"].as_array().unwrap().iter().map(|c| c["class"].as_str().unwrap()).collect();
     assert!(classes.contains(&"UPDATE pgbench_accounts SET abalance = abalance + ? WHERE aid = ?"), "{classes:?}");
+
+    // The same dump as plain SQL (psql restores it, where pg_restore took the custom format).
+    let plain = dir.path().join("dump.sql");
+    let o = std::process::Command::new("pg_restore")
+        .args(["--no-owner", "-f", plain.to_str().unwrap(), out.join("dump.pgdump").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let from_plain =
+        replay_from(&dir.path().join("data2"), &out, &plain, &dir.path().join("plain.json"), &["--pacing", "fast"]);
+    assert_eq!(from_plain["metrics"]["replay"]["statements"].as_u64(), Some(statements as u64));
+    assert!(from_plain["metrics"]["rows"].as_str().unwrap().starts_with("all "), "{}", from_plain["metrics"]);
 
     // As recorded, twice as fast: no statement starts before its time, so the replay takes
     // at least half the recorded span.

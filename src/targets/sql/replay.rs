@@ -4,9 +4,7 @@
 //! `psql` sends them) and one with parameters by the extended protocol, its parameters in
 //! text format with the types the server infers, as libpq's `PQexecParams` sends them; a
 //! statement the application prepared by name is prepared once per session, an unnamed
-//! one at every execution, as the application had it. MariaDB's log holds every statement
-//! as text (a prepared statement's execution with its values in place), which runs as text.
-//! Results are read and dropped, so memory stays flat whatever they hold.
+//! one at every execution, as the application had it. Results are read and dropped, so memory stays flat whatever they hold.
 
 use super::{Connection, DbError};
 use bytes::BytesMut;
@@ -41,7 +39,6 @@ impl From<DbError> for Failure {
     fn from(e: DbError) -> Self {
         let refused = match &e {
             DbError::Postgres(p) => p.as_db_error().is_some(),
-            DbError::MySql(::mysql::Error::MySqlError(_)) => true,
             _ => false,
         };
         match refused {
@@ -107,8 +104,9 @@ impl ReplaySession {
                 }
                 Ok(n)
             }
-            Connection::MySql(c) => super::mariadb::drain_refusable(c, sql),
-            Connection::Sqlite(_) => Err(Failure::Broken("a captured log replays on PostgreSQL or MariaDB".into())),
+            Connection::MySql(_) | Connection::Sqlite(_) => {
+                Err(Failure::Broken("a captured PostgreSQL log replays on PostgreSQL".into()))
+            }
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The pristine database of a replay: the user's own, restored once from their dump into
-//! the empty database a build gets, by the engine's own client (`psql` for a plain
-//! `pg_dump`, `pg_restore` for its custom format, `mysql` for a `mysqldump` file). Each run
+//! the empty database a build gets, by PostgreSQL's own client (`psql` for a plain
+//! `pg_dump`, `pg_restore` for its custom format). Each run
 //! then gets a fresh copy of it, as for every workload.
 
 use crate::targets::{Database, Engine};
@@ -29,14 +29,7 @@ pub fn restore(dump: &Path, db: &dyn Database, engine: Engine) -> Result<()> {
             c.stdin(Stdio::null());
             c
         }
-        Engine::Mariadb => {
-            let mut c = Command::new(crate::sys::require("mariadb", "mariadb-client")?);
-            c.args(["--host", &var("MYSQL_HOST"), "--port", &var("MYSQL_TCP_PORT"), "--user", &var("MYSQL_USER")]);
-            c.arg(var("MYSQL_DATABASE"));
-            c.stdin(std::fs::File::open(dump)?);
-            c
-        }
-        Engine::Sqlite => bail!("a replay runs on PostgreSQL or MariaDB: a captured log is a server's"),
+        other => bail!("a replay restores PostgreSQL dumps; the target is {other}"),
     };
     cmd.envs(env.iter().map(|(k, v)| (k, v))).stdout(Stdio::null());
     let out = cmd.output().with_context(|| format!("cannot run {:?}", cmd.get_program()))?;

@@ -179,16 +179,6 @@ pub fn exec(c: &mut Conn, sql: &str) -> Result<u64> {
     Ok(c.affected_rows())
 }
 
-/// [`drain`], with the server's refusal kept apart from a broken connection.
-pub fn drain_refusable(c: &mut Conn, sql: &str) -> Result<u64, super::replay::Failure> {
-    let mut n = 0;
-    for r in c.query_iter(sql).map_err(DbError::from)? {
-        std::hint::black_box(r.map_err(DbError::from)?);
-        n += 1;
-    }
-    Ok(n)
-}
-
 pub fn drain(c: &mut Conn, sql: &str) -> Result<u64> {
     let mut n = 0;
     for r in c.query_iter(sql)? {
