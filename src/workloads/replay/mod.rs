@@ -86,7 +86,7 @@ pub struct Options {
     /// replay: only the sessions the log says connected to this database [default: all].
     #[arg(long = "replay-database", value_name = "NAME")]
     pub database: Option<String>,
-    /// replay: sessions open at once, at most; another waits for one to end [default: 90].
+    /// replay: sessions open at once, at most; a log with more is refused [default: 90].
     #[arg(long = "max-sessions", value_name = "N")]
     pub sessions: Option<usize>,
 }

@@ -7,8 +7,7 @@
 //! (divided by `speed`): a session waits until its statement is due, and how late it
 //! started (its lag) is measured; the reader keeps no further than [`HORIZON`] ahead of the
 //! schedule. As fast as possible, nothing waits: each session runs its statements back to
-//! back, and sessions run side by side as far as the log's order and [`Play::sessions`]
-//! allow.
+//! back, and sessions run side by side as far as the log's order allows.
 
 use super::event::{Event, SessionKey, What};
 use super::tally::{class_of, Summary, Tally};
@@ -18,7 +17,7 @@ use crate::targets::Connection;
 use anyhow::{bail, Result};
 use std::collections::{HashMap, HashSet};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::sync::{Condvar, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// How far ahead of the schedule the reader hands out events (as recorded).
@@ -41,7 +40,7 @@ pub struct Play<'a> {
     pub pacing: Pacing,
     /// Only the sessions the log says connected to this database (all when `None`).
     pub database: Option<&'a str>,
-    /// Sessions open at once, at most: another waits for one to end.
+    /// Sessions open at once, at most: a log with more is refused.
     pub sessions: usize,
 }
 
@@ -57,7 +56,6 @@ struct Shared {
     tally: Mutex<Tally>,
     fatal: Mutex<Option<String>>,
     open: Mutex<usize>,
-    ended: Condvar,
     stop: Stop,
 }
 
@@ -106,6 +104,8 @@ impl Play<'_> {
                         }
                         What::Disconnect => drop(queues.remove(&event.session)),
                         _ if left_out.contains(&event.session) => {}
+                        // An error before any statement (a failed login): nothing to replay.
+                        What::FailedAtCapture if !queues.contains_key(&event.session) => {}
                         what => {
                             if !queues.contains_key(&event.session) {
                                 self.admit(&shared)?;
@@ -163,14 +163,16 @@ impl Play<'_> {
         Ok(())
     }
 
-    /// Waits until fewer than [`Play::sessions`] are open, and counts one more.
+    /// Counts one more session open, unless [`Play::sessions`] are: waiting for one to end
+    /// could wait forever, as a session ends only at its disconnection, further on in the log.
     fn admit(&self, shared: &Shared) -> Result<()> {
         let mut open = shared.open.lock().unwrap_or_else(|p| p.into_inner());
-        while *open >= self.sessions {
-            if shared.stop.is_requested() || crate::interrupt::interrupted() {
-                return Err(crate::interrupt::Interrupted.into());
-            }
-            open = shared.ended.wait_timeout(open, Duration::from_millis(100)).unwrap_or_else(|p| p.into_inner()).0;
+        if *open >= self.sessions {
+            bail!(
+                "the log has more than {} sessions open at once: raise the replay's sessions (the server's \
+                 max_connections permitting)",
+                self.sessions
+            );
         }
         *open += 1;
         Ok(())
@@ -236,7 +238,6 @@ fn session(
     record(last, false, &mut tally);
     shared.tally.lock().unwrap_or_else(|p| p.into_inner()).add(tally);
     *shared.open.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
-    shared.ended.notify_all();
 }
 
 fn shorten(sql: &str) -> String {
