@@ -1,7 +1,10 @@
 //! Plays a captured log's events against a database: each captured session on its own
 //! connection, its statements in their order, on a thread of its own. One reader goes
-//! through the log in order and hands each session its events through a short queue, so a
-//! log of any size streams through in constant memory.
+//! through the log in order and hands each session its events through a queue of its own.
+//! The queues share one budget ([`BUFFERED`] bytes of statements), so a log of any size
+//! streams through in bounded memory. A queue of its own per session, not a bounded one: a
+//! session waiting on a row lock must not stop the reader from handing the lock's holder
+//! its next statement (with a short queue per session, a full one did, and the replay hung).
 //!
 //! As recorded, every event is due at its recorded offset from the log's first event
 //! (divided by `speed`): a session waits until its statement is due, and how late it
@@ -16,14 +19,17 @@ use crate::targets::sql::replay::{Failure, ReplaySession};
 use crate::targets::Connection;
 use anyhow::{bail, Result};
 use std::collections::{HashMap, HashSet};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::sync::Mutex;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// How far ahead of the schedule the reader hands out events (as recorded).
 const HORIZON: Duration = Duration::from_secs(1);
-/// Events a session may have waiting.
-const QUEUE: usize = 256;
+/// Statement text the sessions' queues may hold in all.
+const BUFFERED: usize = 64 << 20;
+/// How long the reader waits for room with no statement finishing before it calls the
+/// replay stuck.
+const STUCK: Duration = Duration::from_secs(60);
 
 /// How a replay is paced.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -56,10 +62,21 @@ struct Shared {
     tally: Mutex<Tally>,
     fatal: Mutex<Option<String>>,
     open: Mutex<usize>,
+    /// Bytes of statements in the queues, and statements finished so far.
+    buffered: Mutex<(usize, u64)>,
+    room: Condvar,
     stop: Stop,
 }
 
 impl Shared {
+    /// A session took a statement of `bytes` from its queue.
+    fn taken(&self, bytes: usize) {
+        let mut buffered = self.buffered.lock().unwrap_or_else(|p| p.into_inner());
+        buffered.0 = buffered.0.saturating_sub(bytes);
+        buffered.1 += 1;
+        self.room.notify_all();
+    }
+
     fn fail(&self, why: String) {
         self.fatal.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(why);
         self.stop.request();
@@ -77,7 +94,7 @@ impl Play<'_> {
         let started = Instant::now();
         let mut sessions = 0u64;
         let read = std::thread::scope(|scope| -> Result<()> {
-            let mut queues: HashMap<SessionKey, SyncSender<Msg>> = HashMap::new();
+            let mut queues: HashMap<SessionKey, Sender<Msg>> = HashMap::new();
             let mut left_out: HashSet<SessionKey> = HashSet::new();
             let mut first_us = None;
             let outcome = (|| -> Result<()> {
@@ -109,14 +126,17 @@ impl Play<'_> {
                         what => {
                             if !queues.contains_key(&event.session) {
                                 self.admit(&shared)?;
-                                let (tx, rx) = sync_channel(QUEUE);
+                                let (tx, rx) = channel();
                                 let shared = &shared;
                                 scope.spawn(move || session(self.connect, rx, shared, due));
                                 queues.insert(event.session.clone(), tx);
                                 sessions += 1;
                             }
                             let msg = match what {
-                                What::Statement { sql, params, prepared } => Msg::Run { sql, params, prepared, due },
+                                What::Statement { sql, params, prepared } => {
+                                    self.make_room(&shared, size_of(&sql, &params))?;
+                                    Msg::Run { sql, params, prepared, due }
+                                }
                                 _ => Msg::FailedAtCapture,
                             };
                             // A session that ended early (its connection broke) says why in `fatal`.
@@ -160,6 +180,34 @@ impl Play<'_> {
                 return Err(crate::interrupt::Interrupted.into());
             }
         }
+        Ok(())
+    }
+
+    /// Waits until the queues have room for `bytes` more, and takes it. A replay in which no
+    /// statement finishes for [`STUCK`] while the queues are full is stuck: a session waits
+    /// on a lock held by one whose next statement lies further on in the log than the
+    /// queues hold.
+    fn make_room(&self, shared: &Shared, bytes: usize) -> Result<()> {
+        let mut buffered = shared.buffered.lock().unwrap_or_else(|p| p.into_inner());
+        let (mut since, mut done) = (Instant::now(), buffered.1);
+        while buffered.0 > 0 && buffered.0 + bytes > BUFFERED {
+            if shared.stop.is_requested() || crate::interrupt::interrupted() {
+                return Err(crate::interrupt::Interrupted.into());
+            }
+            if buffered.1 != done {
+                (since, done) = (Instant::now(), buffered.1);
+            } else if since.elapsed() > STUCK {
+                bail!(
+                    "the replay is stuck: no statement finished for {} s with {} MB of statements waiting; a session \
+                     waits on a lock whose holder's next statement is further on in the log",
+                    STUCK.as_secs(),
+                    BUFFERED >> 20
+                );
+            }
+            buffered =
+                shared.room.wait_timeout(buffered, Duration::from_millis(100)).unwrap_or_else(|p| p.into_inner()).0;
+        }
+        buffered.0 += bytes;
         Ok(())
     }
 
@@ -215,6 +263,7 @@ fn session(
                     record(last.take(), true, &mut tally);
                     continue;
                 };
+                shared.taken(size_of(&sql, &params));
                 record(last.take(), false, &mut tally);
                 if until_due(due).is_some_and(|d| shared.stop.sleep(d)) || shared.stop.is_requested() {
                     break;
@@ -238,6 +287,11 @@ fn session(
     record(last, false, &mut tally);
     shared.tally.lock().unwrap_or_else(|p| p.into_inner()).add(tally);
     *shared.open.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
+}
+
+/// What a statement takes in a queue.
+fn size_of(sql: &str, params: &[Option<String>]) -> usize {
+    sql.len() + params.iter().map(|p| p.as_ref().map_or(0, String::len) + 24).sum::<usize>() + 64
 }
 
 fn shorten(sql: &str) -> String {
