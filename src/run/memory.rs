@@ -10,9 +10,10 @@
 //! (SQLite's mmapped -shm), which only the daemon can finish, while the daemon waits on that
 //! reclaim for memory. Their group holds a quarter of the limit (at least 16MB) for what they
 //! cache of the backing files (gocryptfs's ciphertext), so a FUSE variant still reads from
-//! storage, with a little more memory in all than the others, plus 32MB for the daemons' own
-//! memory: gocryptfs's heap and request buffers grow with the load, and at 16MB in all the
-//! kernel killed it under a busy machine (the mount then fails with "Transport endpoint is
+//! storage, with a little more memory in all than the others, plus 96MB for the daemons' own
+//! memory: gocryptfs's heap and request buffers grow with the load (the kernel killed it at
+//! 16MB in all, and again at 48MB with 57MB anonymous, on a busy machine; it now runs with
+//! Go's soft limit GOMEMLIMIT) (the mount then fails with "Transport endpoint is
 //! not connected"). Whatever was moved in goes back where it was afterwards.
 //!
 //! On cgroup v2 a process is in one group, so a run held by a variant's limits (its CPU or
@@ -54,7 +55,7 @@ impl Place {
 }
 
 /// The FUSE daemons' own memory (heap, request buffers), beside what they cache.
-const DAEMONS_OWN: u64 = 32 << 20;
+const DAEMONS_OWN: u64 = 96 << 20;
 
 /// What the FUSE daemons' group may hold beside a run's limit of `bytes`: its cache share
 /// and the daemons' own memory.
@@ -139,7 +140,7 @@ impl MemoryLimit {
     pub fn record(&self) -> crate::record::LimitsRecord {
         crate::record::LimitsRecord {
             applied_to: "the run's memory (this process and its server; FUSE daemons in a group of their own with \
-                         a quarter of the limit, at least 16MB, and 32MB for their own memory)"
+                         a quarter of the limit, at least 16MB, and 96MB for their own memory)"
                 .into(),
             usage: crate::sys::cgroup::Usage::read(match &self.group {
                 Place::Top(g) => &g.dirs,
@@ -208,8 +209,8 @@ mod tests {
 
     #[test]
     fn the_fuse_daemons_get_a_quarter_of_the_limit_at_least_16mb_and_room_of_their_own() {
-        assert_eq!(daemons_limit(1 << 30), (256 + 32) << 20);
-        assert_eq!(daemons_limit(48 << 20), (16 + 32) << 20);
+        assert_eq!(daemons_limit(1 << 30), (256 + 96) << 20);
+        assert_eq!(daemons_limit(48 << 20), (16 + 96) << 20);
     }
 
     #[test]

@@ -55,6 +55,9 @@ impl Settings {
         let gocryptfs = |args: &[&std::ffi::OsStr]| {
             let mut c = Command::new(require("gocryptfs", "gocryptfs")?);
             c.args(args).envs(env.iter().map(|(k, v)| (k, v)));
+            // Go's soft memory limit: under a run's memory limit the daemon's group is
+            // small, and an unbounded heap got it killed by the OOM killer (run::memory).
+            c.env("GOMEMLIMIT", "64MiB");
             run_tool(&mut c)
         };
         // scryptn only protects the master key in gocryptfs.conf; it does not touch the data path.
