@@ -34,3 +34,11 @@ pub enum What {
     FailedAtCapture,
     Disconnect,
 }
+
+/// `text` as an error quotes it: its first `chars` characters.
+pub fn shorten(text: &str, chars: usize) -> String {
+    match text.char_indices().nth(chars) {
+        Some((i, _)) => format!("{}...", &text[..i]),
+        None => text.to_string(),
+    }
+}

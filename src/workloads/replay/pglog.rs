@@ -216,7 +216,7 @@ impl<R: BufRead> Stderr<R> {
                 "line {} is not a log line behind the log_line_prefix given: '{}': set the replay's `prefix` to the \
                  server's log_line_prefix, or remove the line",
                 self.line,
-                shorten(text)
+                super::event::shorten(text, 80)
             )
         })?;
         let at_us = match (c.name("time"), c.name("epoch")) {
@@ -302,14 +302,6 @@ fn micros(time: &str) -> Result<i64> {
     let time = time.get(..23.min(time.len())).unwrap_or(time).trim_end();
     let at = humantime::parse_rfc3339_weak(time)?;
     Ok(at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64))
-}
-
-/// A line as an error quotes it.
-fn shorten(text: &str) -> String {
-    match text.char_indices().nth(80) {
-        Some((i, _)) => format!("{}...", &text[..i]),
-        None => text.to_string(),
-    }
 }
 
 #[cfg(test)]

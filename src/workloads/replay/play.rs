@@ -276,7 +276,10 @@ fn session(
                     Ok(_) => None,
                     Err(Failure::Refused(why)) => Some(why),
                     Err(Failure::Broken(why)) => {
-                        shared.fail(format!("a replayed session stopped: {why} (at '{}')", shorten(&sql)));
+                        shared.fail(format!(
+                            "a replayed session stopped: {why} (at '{}')",
+                            super::event::shorten(&sql, 60)
+                        ));
                         break;
                     }
                 };
@@ -292,11 +295,4 @@ fn session(
 /// What a statement takes in a queue.
 fn size_of(sql: &str, params: &[Option<String>]) -> usize {
     sql.len() + params.iter().map(|p| p.as_ref().map_or(0, String::len) + 24).sum::<usize>() + 64
-}
-
-fn shorten(sql: &str) -> String {
-    match sql.char_indices().nth(60) {
-        Some((i, _)) => format!("{}...", &sql[..i]),
-        None => sql.to_string(),
-    }
 }
