@@ -1,4 +1,4 @@
-//! `dbvs capture`: a log to replay, from a PostgreSQL server, with the database as it was
+//! `dbvs capture`: a log to replay, from a PostgreSQL or MariaDB server, with the database as it was
 //! when the capture began (see [`crate::workloads::replay::capture`]). On a managed server
 //! the traffic is `--command`, run against a fresh copy of the pristine database `--setup`
 //! built; on your own server it is whatever reaches it for `--duration`.
@@ -18,35 +18,39 @@ use std::time::Duration;
 
 #[derive(Args)]
 pub struct CaptureArgs {
-    /// The server: postgres://USER@HOST[:PORT]/DB (your own: DB is the database dumped) or
-    /// managed-postgres[:VERSION|:/PREFIX] (a private instance; see --setup).
+    /// The server: postgres://USER@HOST[:PORT]/DB or mysql://USER@HOST[:PORT]/DB (your own:
+    /// DB is the database dumped), managed-postgres[:VERSION|:/PREFIX] or managed-mariadb
+    /// (a private instance; see --setup).
     #[arg(long, value_name = "TARGET")]
     target: String,
     /// Data directory of a managed server [default: as for dbvs run].
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
-    /// File holding the server password (mode 0600); otherwise PGPASSWORD.
+    /// File holding the server password (mode 0600); otherwise PGPASSWORD or MYSQL_PWD.
     #[arg(long, value_name = "FILE")]
     password_file: Option<PathBuf>,
     /// Setting for a managed server, e.g. shared_buffers=256MB (repeatable).
     #[arg(long, value_name = "NAME=VALUE", value_parser = super::parse_server_setting)]
     server_setting: Vec<(String, String)>,
     /// On a managed server: what builds the database the traffic runs on, e.g. 'pgbench -i -s 1'.
+    /// It runs with the same variables as --command.
     #[arg(long, value_name = "SCRIPT")]
     setup: Option<String>,
     /// The traffic, run by sh -c against the database (PGHOST, PGPORT, PGUSER, PGDATABASE
-    /// set), e.g. 'pgbench -n -c 4 -T 60 -R 200'.
+    /// set; on MariaDB MYSQL_HOST, MYSQL_TCP_PORT, MYSQL_USER, MYSQL_DATABASE), e.g.
+    /// 'pgbench -n -c 4 -T 60 -R 200'.
     #[arg(long, value_name = "SCRIPT")]
     command: Option<String>,
-    /// Where the capture goes: capture.log (the log lines of the window) and dump.pgdump
-    /// (the database as the window began, in pg_dump's custom format).
+    /// Where the capture goes: capture.log (the log lines of the window), capture.tables.json
+    /// (the rows per table it ended with) and the database as the window began: dump.pgdump
+    /// (pg_dump's custom format) or dump.sql (mariadb-dump's).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
     /// How long to capture when no --command makes the traffic; Ctrl-C ends it sooner and
     /// keeps what was captured.
     #[arg(long, value_parser = parse_duration)]
     duration: Option<Duration>,
-    /// The log_line_prefix to log with for the window (pgreplay reads '%m|%u|%d|%c|').
+    /// PostgreSQL: the log_line_prefix to log with for the window (pgreplay reads '%m|%u|%d|%c|').
     #[arg(long, value_name = "PREFIX", default_value = PREFIX)]
     log_prefix: String,
     /// Leave out the dump (the replay's database is restored some other way).
@@ -60,8 +64,9 @@ pub fn main(args: CaptureArgs) -> Result<ExitCode> {
         bail!("say what to capture: --command 'SCRIPT' runs the traffic, or --duration 10m captures what reaches the server");
     }
     let (target, workload) = spec(&args, traffic.as_deref())?.open(&[], None)?;
-    if target.info().engine != Engine::Postgres {
-        bail!("capture reads PostgreSQL's server log; the target is {}", target.info().engine);
+    let engine = target.info().engine;
+    if !matches!(engine, Engine::Postgres | Engine::Mariadb) {
+        bail!("capture reads PostgreSQL's and MariaDB's logs; the target is {engine}");
     }
     let managed = target.managed();
     let (copy, existing);
@@ -80,14 +85,12 @@ pub fn main(args: CaptureArgs) -> Result<ExitCode> {
     };
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
     let env = db.client_env()?;
+    let dumped = args.out.join(if engine == Engine::Mariadb { "dump.sql" } else { "dump.pgdump" });
     if !args.no_dump {
-        dump(&env, &args.out.join("dump.pgdump"))?;
+        dump(engine, &env, &dumped)?;
     }
     let mut conn = db.connect()?;
-    let window = match managed.as_ref().and_then(|s| s.stderr_log()) {
-        Some(log) => Window::open_on(&mut conn, log, &args.log_prefix)?,
-        None => Window::open(&mut conn, &args.log_prefix)?,
-    };
+    let window = Window::open(&mut conn, managed.as_ref().and_then(|s| s.stderr_log()), &args.log_prefix)?;
     eprintln!("capturing: set for the window: {}", window.changes());
     match &traffic {
         Some(script) => eprintln!("{}", command::run_script(script, &env, "command")?.trim_end()),
@@ -103,9 +106,12 @@ pub fn main(args: CaptureArgs) -> Result<ExitCode> {
     tables::save(&counts, &tables::beside(&log))?;
     println!("captured {lines} log lines into {}; the server's settings are back as they were", log.display());
     println!("replay them in a study with:");
-    println!("  [workload]\n  name = \"replay\"\n  log = \"{}\"\n  prefix = \"{}\"", log.display(), args.log_prefix);
+    println!("  [workload]\n  name = \"replay\"\n  log = \"{}\"", log.display());
+    if engine == Engine::Postgres {
+        println!("  prefix = \"{}\"", args.log_prefix);
+    }
     if !args.no_dump {
-        println!("  dump = \"{}\"", args.out.join("dump.pgdump").display());
+        println!("  dump = \"{}\"", dumped.display());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -137,11 +143,27 @@ fn spec(args: &CaptureArgs, traffic: Option<&str>) -> Result<DbSpec> {
     })
 }
 
-/// The database as the window begins, for the replay's pristine database.
-fn dump(env: &[(String, String)], to: &Path) -> Result<()> {
-    let mut c = std::process::Command::new(crate::sys::require("pg_dump", "postgresql-client")?);
-    // dbvs's own table of build facts stays out: the replay's build writes its own.
-    let meta = format!("--exclude-table={}", crate::targets::META_TABLE);
-    c.args(["--format=custom", "--no-owner", &meta, "--file"]).arg(to).envs(env.iter().map(|(k, v)| (k, v)));
+/// The database as the window begins, for the replay's pristine database. dbvs's own
+/// table of build facts stays out: the replay's build writes its own.
+fn dump(engine: Engine, env: &[(String, String)], to: &Path) -> Result<()> {
+    let var = |k: &str| env.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str()).unwrap_or_default();
+    let mut c = match engine {
+        Engine::Mariadb => {
+            let mut c = std::process::Command::new(crate::sys::require("mariadb-dump", "mariadb-client")?);
+            let db = var("MYSQL_DATABASE");
+            let meta = format!("--ignore-table={db}.{}", crate::targets::META_TABLE);
+            let tcp = ["--protocol=TCP", "--single-transaction", "--routines", "--triggers"];
+            c.args(tcp).args(["--user", var("MYSQL_USER"), &meta]);
+            c.arg("--result-file").arg(to).arg(db);
+            c
+        }
+        _ => {
+            let mut c = std::process::Command::new(crate::sys::require("pg_dump", "postgresql-client")?);
+            let meta = format!("--exclude-table={}", crate::targets::META_TABLE);
+            c.args(["--format=custom", "--no-owner", &meta, "--file"]).arg(to);
+            c
+        }
+    };
+    c.envs(env.iter().map(|(k, v)| (k, v)));
     crate::sys::run_tool(&mut c).context("cannot dump the database before the capture")
 }

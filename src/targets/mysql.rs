@@ -238,6 +238,10 @@ impl MyTarget {
 }
 
 impl Target for MyTarget {
+    fn managed(&self) -> super::Keepalive {
+        self.managed.clone().map(|m| m as std::sync::Arc<dyn super::ManagedServer>)
+    }
+
     fn info(&self) -> TargetInfo {
         TargetInfo { engine: super::Engine::Mariadb, location: self.location.clone(), encrypted: false }
     }

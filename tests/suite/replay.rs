@@ -1,6 +1,6 @@
-//! The replay workload on a real PostgreSQL: `dbvs capture` records pgbench's traffic in
-//! both protocols with the database as it began, and a replay plays it on a fresh copy of
-//! that dump, as fast as it can and on the recorded schedule.
+//! The replay workload on a real PostgreSQL and MariaDB: `dbvs capture` records pgbench's
+//! (sysbench's) traffic in both protocols with the database as it began, and a replay plays
+//! it on a fresh copy of that dump, as fast as it can and on the recorded schedule.
 
 use crate::common::*;
 use serde_json::Value;
@@ -94,6 +94,65 @@ fn a_captured_pgbench_run_replays_every_statement_to_the_same_rows_fast_and_on_s
     assert!(elapsed >= span / 2.0 - 0.01, "replayed in {elapsed} s a log of {span} s at speed 2");
     assert!(r["lag"]["p50_ms"].as_f64().is_some(), "{r}");
     assert!(paced["measures"].as_array().unwrap().iter().any(|m| m["name"] == "lag behind the recording"));
+}
+
+/// The statements a general query log records (its queries and executions of prepared
+/// statements), and the seconds from its first to its last.
+fn general_statements_in(log: &str) -> (usize, f64) {
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains(" Query\t") || l.contains(" Execute\t")).collect();
+    let secs = |l: &str| {
+        let t = &l[11..26]; // HH:MM:SS.micros
+        let p: Vec<f64> = t.split(':').map(|x| x.parse().unwrap()).collect();
+        p[0] * 3600.0 + p[1] * 60.0 + p[2]
+    };
+    (lines.len(), secs(lines[lines.len() - 1]) - secs(lines[0]))
+}
+
+#[test]
+fn a_captured_sysbench_run_on_mariadb_replays_its_prepared_statements_to_the_same_rows() {
+    let _share = share();
+    let dir = reachable_tempdir();
+    let (data, out) = (dir.path().join("data"), dir.path().join("capture"));
+    let sysbench = "sysbench --mysql-host=$MYSQL_HOST --mysql-port=$MYSQL_TCP_PORT --mysql-user=$MYSQL_USER \
+                    --mysql-db=$MYSQL_DATABASE --tables=2 --table-size=200 oltp_read_write";
+    // One client, at a set rate: its prepared statements in order, with room between them.
+    let traffic = format!("{sysbench} --threads=1 --events=40 --rate=40 run");
+    let (data_arg, out_arg) = (data.to_str().unwrap(), out.to_str().unwrap());
+    let args = ["capture", "--target", "managed-mariadb", "--data-dir", data_arg, "--out", out_arg];
+    let o = ok(&[&args[..], &["--setup", &format!("{sysbench} prepare"), "--command", &traffic]].concat());
+    assert!(stdout(&o).contains("the server's settings are back as they were"), "{}", stdout(&o));
+    let log = std::fs::read_to_string(out.join("capture.log")).unwrap();
+    let (statements, span) = general_statements_in(&log);
+    // 40 transactions of 18 statements each.
+    assert!(statements >= 40 * 18, "{statements} statements in the log");
+
+    let run = |name: &str, pacing: &[&str]| -> Value {
+        let json = dir.path().join(name);
+        let mut args = vec!["run", "--target", "managed-mariadb", "--data-dir", data_arg, "--workload", "replay"];
+        let (log, dump) = (out.join("capture.log"), out.join("dump.sql"));
+        args.extend(["--replay-log", log.to_str().unwrap(), "--dump", dump.to_str().unwrap()]);
+        args.extend(pacing);
+        args.extend(["--json", json.to_str().unwrap()]);
+        ok(&args);
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
+    };
+    let fast = run("fast.json", &["--pacing", "fast"]);
+    let r = &fast["metrics"]["replay"];
+    assert_eq!(r["statements"].as_u64(), Some(statements as u64), "{r}");
+    assert_eq!(r["failed"]["now_only"], 0, "{r}");
+    let rows = fast["metrics"]["rows"].as_str().unwrap();
+    assert_eq!(rows, "all 2 tables have the rows they had at the end of the capture");
+    let classes: Vec<&str> = r["classes"].as_array().unwrap().iter().map(|c| c["class"].as_str().unwrap()).collect();
+    assert!(classes.contains(&"UPDATE sbtest1 SET k=k+? WHERE id=?"), "{classes:?}");
+    let measures: Vec<&str> =
+        fast["measures"].as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap()).collect();
+    assert!(measures.contains(&"statements failed"), "MariaDB's log does not say what failed at capture: {measures:?}");
+
+    let paced = run("paced.json", &["--pacing", "recorded", "--speed", "2"]);
+    let r = &paced["metrics"]["replay"];
+    assert_eq!(r["statements"].as_u64(), Some(statements as u64), "{r}");
+    let elapsed = r["elapsed_s"].as_f64().unwrap();
+    assert!(elapsed >= span / 2.0 - 0.01, "replayed in {elapsed} s a log of {span} s at speed 2");
 }
 
 #[test]

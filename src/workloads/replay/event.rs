@@ -1,6 +1,8 @@
 //! What a captured log says happened, engine by engine the same: sessions opening, running
 //! statements and closing, and which statements failed when they were captured.
 
+pub use crate::targets::sql::replay::Param;
+
 /// A captured session, as the log names it (PostgreSQL's session id or backend pid,
 /// MariaDB's thread id), made unique within the log (a pid reused later is a new session).
 pub type SessionKey = String;
@@ -22,12 +24,12 @@ pub enum What {
     Connect {
         database: Option<String>,
     },
-    /// A statement as the application sent it: its text, with its bind parameters as text
-    /// (`None` is NULL) when it was sent by the extended protocol; `prepared` names a
-    /// statement prepared once and executed again (PostgreSQL's `S_1`), `None` an unnamed one.
+    /// A statement as the application sent it: its text, with its bind parameters when it
+    /// was sent as a prepared statement; `prepared` names a statement prepared once and
+    /// executed again (PostgreSQL's `S_1`, MariaDB's statement text), `None` an unnamed one.
     Statement {
         sql: String,
-        params: Vec<Option<String>>,
+        params: Vec<Param>,
         prepared: Option<String>,
     },
     /// The session's last statement failed at capture (the log's ERROR for it).

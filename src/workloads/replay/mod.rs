@@ -1,6 +1,7 @@
 //! `replay`: the user's own traffic as a workload. A captured server log (PostgreSQL's
-//! stderr or csvlog with every statement logged) is replayed against a fresh copy of the
-//! user's own database (restored once from their dump), each captured session on its own
+//! stderr or csvlog with every statement logged; MariaDB's or MySQL's general query log, or
+//! slow query log with every statement) is replayed against a fresh copy of the user's own
+//! database (restored once from their dump), each captured session on its own
 //! connection with its statements in order, so transactions stay transactions. Paced as
 //! recorded (the measure is the statements' latencies and how far the replay falls behind)
 //! or as fast as possible (the replay's time and statements per second). Statements are
@@ -9,6 +10,7 @@
 
 pub mod capture;
 mod event;
+mod mylog;
 mod pglog;
 mod play;
 mod prefix;
@@ -44,6 +46,55 @@ pub enum LogFormat {
     Stderr,
     /// PostgreSQL's csvlog.
     Csvlog,
+    /// MariaDB's or MySQL's general query log.
+    General,
+    /// MariaDB's or MySQL's slow query log, with long_query_time = 0.
+    Slow,
+}
+
+impl LogFormat {
+    /// The engine whose logs these are.
+    fn engine(self) -> Engine {
+        match self {
+            LogFormat::Stderr | LogFormat::Csvlog => Engine::Postgres,
+            LogFormat::General | LogFormat::Slow => Engine::Mariadb,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            LogFormat::Stderr => "stderr",
+            LogFormat::Csvlog => "csvlog",
+            LogFormat::General => "general",
+            LogFormat::Slow => "slow",
+        }
+    }
+
+    /// Whether the log says which statements failed (PostgreSQL's ERROR lines).
+    fn records_failures(self) -> bool {
+        self.engine() == Engine::Postgres
+    }
+
+    /// The format of `log`, from its name and first lines: a slow log's entries start with
+    /// `# Time:` or `# User@Host:`, a general log's lines with a MariaDB or ISO time or its
+    /// header; else csvlog for a `.csv` file, else PostgreSQL's stderr.
+    fn of(log: &Path) -> Result<Self> {
+        use std::io::BufRead;
+        let file =
+            std::fs::File::open(log).with_context(|| format!("replay: cannot read the log {}", log.display()))?;
+        let general = regex::Regex::new(r"^(\d{6}\s+\d{1,2}:\d{2}:\d{2}\t|\d{4}-\d{2}-\d{2}T\S+\t|\t\t\s*\d+ )")?;
+        for line in BufReader::new(file).lines().take(20) {
+            let line = line.unwrap_or_default();
+            if line.starts_with("# Time: ") || line.starts_with("# User@Host: ") {
+                return Ok(LogFormat::Slow);
+            }
+            if general.is_match(&line) {
+                return Ok(LogFormat::General);
+            }
+        }
+        let csv = log.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv"));
+        Ok(if csv { LogFormat::Csvlog } else { LogFormat::Stderr })
+    }
 }
 
 /// How the replay is paced.
@@ -63,18 +114,20 @@ pub enum PacingName {
 #[group(id = "replay_options")]
 pub struct Options {
     /// replay: the captured server log (PostgreSQL with log_statement = 'all' or
-    /// log_min_duration_statement = 0, log_connections and log_disconnections on).
+    /// log_min_duration_statement = 0, log_connections and log_disconnections on; MariaDB's
+    /// general query log, or its slow query log with long_query_time = 0).
     #[arg(long = "replay-log", value_name = "FILE")]
     pub log: Option<PathBuf>,
-    /// replay: the log's format [default: csvlog for a .csv file, else stderr].
+    /// replay: the log's format [default: from its first lines (general, slow), else csvlog
+    /// for a .csv file, else stderr].
     #[arg(long = "log-format", value_enum)]
     pub format: Option<LogFormat>,
     /// replay: the server's log_line_prefix, for a stderr log [default: '%m [%p] '].
     #[arg(long = "log-prefix", value_name = "PREFIX")]
     pub prefix: Option<String>,
-    /// replay: the user's database as pg_dump wrote it (plain SQL or custom format), restored
-    /// once as the pristine database every run copies; without it, runs start from an empty
-    /// database.
+    /// replay: the user's database as pg_dump wrote it (plain SQL or custom format) or
+    /// mariadb-dump (mysqldump) did, restored once as the pristine database every run
+    /// copies; without it, runs start from an empty database.
     #[arg(long, value_name = "FILE")]
     pub dump: Option<PathBuf>,
     /// replay: as recorded, or as fast as possible.
@@ -133,8 +186,13 @@ impl Replay {
         if sessions == 0 {
             bail!("replay: sessions must be at least 1");
         }
-        let csv = log.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv"));
-        let format = o.format.unwrap_or(if csv { LogFormat::Csvlog } else { LogFormat::Stderr });
+        let format = match o.format {
+            Some(f) => f,
+            None => LogFormat::of(&log)?,
+        };
+        if o.prefix.is_some() && format.engine() != Engine::Postgres {
+            bail!("replay: prefix is PostgreSQL's log_line_prefix; a {} log has none (leave it out)", format.name());
+        }
         let prefix = o.prefix.clone().unwrap_or_else(|| prefix::DEFAULT.to_string());
         prefix::Prefix::new(&prefix).context("replay: prefix")?;
         Ok(Self {
@@ -161,6 +219,8 @@ impl Replay {
         Ok(match self.format {
             LogFormat::Stderr => Box::new(pglog::PgLog::stderr(reader, &self.prefix)?),
             LogFormat::Csvlog => Box::new(pglog::PgLog::csv(reader)),
+            LogFormat::General => Box::new(mylog::general::GeneralLog::new(reader)),
+            LogFormat::Slow => Box::new(mylog::slow::SlowLog::new(reader)),
         })
     }
 
@@ -226,8 +286,9 @@ impl Workload for Replay {
 
     fn build(&self, db: &dyn Database, _progress: &ProgressBar) -> Result<u64> {
         let engine = db.connect()?.engine();
-        if engine != Engine::Postgres {
-            bail!("replay reads PostgreSQL's logs and replays them on PostgreSQL; the target is {engine}");
+        let logged = self.format.engine();
+        if engine != logged {
+            bail!("replay: a {} log is {logged}'s and replays on {logged}; the target is {engine}", self.format.name());
         }
         if let Some(dump) = &self.dump {
             restore::restore(dump, db, engine)?;
@@ -296,7 +357,10 @@ impl Workload for Replay {
         if self.recorded() {
             m.push(Measure::lower("lag behind the recording", "ms", of(|s| s.lag.as_ref().map_or(0.0, |l| l.mean_ms))));
         }
-        m.push(Measure::cost("statements failed, not as captured", "statements", of(|s| s.failed.differing() as f64)));
+        // A log that does not say what failed at capture (MariaDB's) counts every failure.
+        let failed =
+            if self.format.records_failures() { "statements failed, not as captured" } else { "statements failed" };
+        m.push(Measure::cost(failed, "statements", of(|s| s.failed.differing() as f64)));
         m
     }
 
@@ -324,10 +388,13 @@ impl Workload for Replay {
         )];
         lines.extend(self.rows.lock().unwrap_or_else(|p| p.into_inner()).clone());
         let f = s.failed;
-        lines.push(format!(
-            "failed: {} as at capture, {} now only, {} at capture only",
-            f.as_captured, f.now_only, f.then_only
-        ));
+        lines.push(match self.format.records_failures() {
+            true => format!(
+                "failed: {} as at capture, {} now only, {} at capture only",
+                f.as_captured, f.now_only, f.then_only
+            ),
+            false => format!("failed: {} (the log does not say which failed at capture)", f.now_only),
+        });
         for c in s.classes.iter().take(CLASSES_SHOWN) {
             let failed = match c.failed.differing() {
                 0 => String::new(),

@@ -10,7 +10,7 @@
 //! which marks the session's last statement as failed at capture. Everything else (a
 //! checkpoint, autovacuum, `parse` and `bind` durations) is passed over.
 
-use super::event::{Event, What};
+use super::event::{Event, Param, What};
 use super::prefix::Prefix;
 use anyhow::{bail, Context, Result};
 use std::collections::{HashMap, VecDeque};
@@ -145,17 +145,17 @@ fn statement(m: &Message) -> Result<Option<(i64, What)>> {
 }
 
 /// `$1 = '5', $2 = NULL, $3 = 'it''s'` as text values in order.
-fn parameters(text: &str) -> Result<Vec<Option<String>>> {
+fn parameters(text: &str) -> Result<Vec<Param>> {
     let mut out = Vec::new();
     let mut rest = text;
     while !rest.is_empty() {
         let Some((_, value)) = rest.split_once(" = ") else { bail!("no ' = ' after a parameter's name") };
         if let Some(after) = value.strip_prefix("NULL") {
-            out.push(None);
+            out.push(Param::Null);
             rest = after;
         } else if let Some(quoted) = value.strip_prefix('\'') {
             let (v, after) = quoted_value(quoted).context("a value's quote does not close")?;
-            out.push(Some(v));
+            out.push(Param::Text(v));
             rest = after;
         } else {
             bail!("a value neither NULL nor quoted");
@@ -315,7 +315,7 @@ mod tests {
     fn statement(sql: &str, params: &[Option<&str>], prepared: Option<&str>) -> What {
         What::Statement {
             sql: sql.into(),
-            params: params.iter().map(|p| p.map(String::from)).collect(),
+            params: params.iter().map(|p| p.map_or(Param::Null, |v| Param::Text(v.into()))).collect(),
             prepared: prepared.map(String::from),
         }
     }
@@ -394,7 +394,7 @@ mod tests {
     #[test]
     fn parameters_read_quotes_nulls_and_commas_inside_values() {
         let p = parameters("$1 = 'a, b', $2 = NULL, $3 = ''''").unwrap();
-        assert_eq!(p, vec![Some("a, b".into()), None, Some("'".into())]);
+        assert_eq!(p, vec![Param::Text("a, b".into()), Param::Null, Param::Text("'".into())]);
         assert!(parameters("$1 = 'open").is_err());
     }
 }

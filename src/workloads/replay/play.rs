@@ -12,7 +12,7 @@
 //! schedule. As fast as possible, nothing waits: each session runs its statements back to
 //! back, and sessions run side by side as far as the log's order allows.
 
-use super::event::{Event, SessionKey, What};
+use super::event::{Event, Param, SessionKey, What};
 use super::tally::{class_of, Summary, Tally};
 use crate::interrupt::Stop;
 use crate::targets::sql::replay::{Failure, ReplaySession};
@@ -51,7 +51,7 @@ pub struct Play<'a> {
 }
 
 enum Msg {
-    Run { sql: String, params: Vec<Option<String>>, prepared: Option<String>, due: Option<Instant> },
+    Run { sql: String, params: Vec<Param>, prepared: Option<String>, due: Option<Instant> },
     FailedAtCapture,
 }
 
@@ -253,11 +253,11 @@ fn session(
     };
     let until_due = |due: Option<Instant>| due.and_then(|d| d.checked_duration_since(Instant::now()));
     let stopped = until_due(due).is_some_and(|d| shared.stop.sleep(d));
-    match (stopped, connect()) {
+    let open = || connect().and_then(|c| Ok(ReplaySession::new(c)?));
+    match (stopped, open()) {
         (true, _) => {}
         (false, Err(e)) => shared.fail(format!("a replayed session cannot connect: {e:#}")),
-        (false, Ok(conn)) => {
-            let mut s = ReplaySession::new(conn);
+        (false, Ok(mut s)) => {
             for msg in rx.iter() {
                 let Msg::Run { sql, params, prepared, due } = msg else {
                     record(last.take(), true, &mut tally);
@@ -293,6 +293,6 @@ fn session(
 }
 
 /// What a statement takes in a queue.
-fn size_of(sql: &str, params: &[Option<String>]) -> usize {
-    sql.len() + params.iter().map(|p| p.as_ref().map_or(0, String::len) + 24).sum::<usize>() + 64
+fn size_of(sql: &str, params: &[Param]) -> usize {
+    sql.len() + params.iter().map(|p| p.text().map_or(0, str::len) + 24).sum::<usize>() + 64
 }

@@ -1,7 +1,7 @@
 //! The pristine database of a replay: the user's own, restored once from their dump into
-//! the empty database a build gets, by PostgreSQL's own client (`psql` for a plain
-//! `pg_dump`, `pg_restore` for its custom format). Each run
-//! then gets a fresh copy of it, as for every workload.
+//! the empty database a build gets, by the engine's own client (`psql` for a plain
+//! `pg_dump`, `pg_restore` for its custom format, `mariadb` for what `mariadb-dump` or
+//! `mysqldump` wrote). Each run then gets a fresh copy of it, as for every workload.
 
 use crate::targets::{Database, Engine};
 use anyhow::{bail, Context, Result};
@@ -29,7 +29,16 @@ pub fn restore(dump: &Path, db: &dyn Database, engine: Engine) -> Result<()> {
             c.stdin(Stdio::null());
             c
         }
-        other => bail!("a replay restores PostgreSQL dumps; the target is {other}"),
+        Engine::Mariadb => {
+            // The client reads the host, port and password from the environment; the dump
+            // goes in on stdin, into the database given (a dump of one database names none).
+            let mut c = Command::new(crate::sys::require("mariadb", "mariadb-client")?);
+            c.args(["--batch", "--protocol=TCP", "--user", &var("MYSQL_USER"), &var("MYSQL_DATABASE")]);
+            let file = std::fs::File::open(dump).with_context(|| format!("cannot open the dump {}", dump.display()))?;
+            c.stdin(file);
+            c
+        }
+        other => bail!("a replay restores PostgreSQL and MariaDB dumps; the target is {other}"),
     };
     cmd.envs(env.iter().map(|(k, v)| (k, v))).stdout(Stdio::null());
     let out = cmd.output().with_context(|| format!("cannot run {:?}", cmd.get_program()))?;

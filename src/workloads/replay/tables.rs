@@ -2,7 +2,7 @@
 //! replay of it ends with, so a user sees whether the replay did what the capture did.
 
 use crate::targets::sql::{adhoc, number};
-use crate::targets::Connection;
+use crate::targets::{Connection, Engine};
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -10,21 +10,30 @@ use std::path::{Path, PathBuf};
 /// Rows in each of the database's own tables (`schema.table`), dbvs's own left out.
 pub type Counts = BTreeMap<String, i64>;
 
+/// On PostgreSQL, every schema's tables as `schema.table`; on MariaDB, the connection's
+/// database's by name alone (a replay's copy is a database of another name).
 pub fn count(conn: &mut Connection) -> Result<Counts> {
+    let maria = conn.engine() == Engine::Mariadb;
     let tables = adhoc(
         conn,
-        "SELECT table_schema, table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' \
-         AND table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, 2",
+        if maria {
+            "SELECT table_schema, table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' \
+             AND table_schema = DATABASE() ORDER BY 2"
+        } else {
+            "SELECT table_schema, table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' \
+             AND table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, 2"
+        },
     )?;
+    let quote = if maria { '`' } else { '"' };
+    let quoted = |s: &str| format!("{quote}{}{quote}", s.replace(quote, &format!("{quote}{quote}")));
     let mut counts = Counts::new();
     for i in 0..tables.len() {
         let (schema, table) = (tables.text(i, 0)?.into_owned(), tables.text(i, 1)?.into_owned());
         if table == crate::targets::META_TABLE {
             continue;
         }
-        let quoted = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
         let n = number(conn, &format!("SELECT count(*) FROM {}.{}", quoted(&schema), quoted(&table)))?;
-        counts.insert(format!("{schema}.{table}"), n as i64);
+        counts.insert(if maria { table } else { format!("{schema}.{table}") }, n as i64);
     }
     Ok(counts)
 }

@@ -7,11 +7,12 @@ use crate::targets::Engine;
 use anyhow::Result;
 use mysql::prelude::Queryable;
 use mysql::{Conn, Value};
-use wire::{Prepared, Wire};
 
 mod codec;
 mod wire;
 
+/// The replay's sessions speak the same protocol ([`super::replay`]).
+pub(in crate::targets::sql) use wire::{Prepared, Wire};
 pub use wire::{WireError, WireOpts};
 
 fn val(v: Value) -> Val {

@@ -117,7 +117,7 @@ impl Wire {
     fn galera(&mut self) -> Result<bool> {
         let mut st = self.prepare("SELECT @@wsrep_on")?;
         let rows = self.rows(&mut st, &[])?;
-        self.command(COM_STMT_CLOSE, &st.id.to_le_bytes())?;
+        self.close(st)?;
         Ok(matches!(rows.vals.first(), Some(Val::Int(1)))
             || matches!(rows.vals.first(), Some(Val::Text(t)) if t == "1" || t == "ON"))
     }
@@ -307,6 +307,11 @@ impl Wire {
         }
         self.send_frames()?;
         self.result(None, None).map(drop)
+    }
+
+    /// Closes `st` on the server (it sends no answer).
+    pub fn close(&mut self, st: Prepared) -> Result<()> {
+        self.command(COM_STMT_CLOSE, &st.id.to_le_bytes())
     }
 
     /// Runs `sql` on the text protocol (transaction control), dropping any rows.

@@ -1,11 +1,10 @@
-//! `dbvs capture`: a replay's log, from a PostgreSQL server, for a window. It turns on
-//! logging every statement, connection and disconnection (`ALTER SYSTEM` and a reload, so
-//! no restart), waits while the traffic runs, sets every setting back as it was (on errors
+//! A PostgreSQL server's window: it turns on logging every statement, connection and
+//! disconnection (`ALTER SYSTEM` and a reload, so no restart), waits while the traffic runs, sets every setting back as it was (on errors
 //! and Ctrl-C too), and copies the lines the window added to the server's log through SQL
 //! (`pg_read_binary_file`), so it works on a server on another host. Its own session's
 //! lines are left out.
 
-use super::prefix::Prefix;
+use super::super::prefix::Prefix;
 use crate::targets::sql::{adhoc, exec};
 use crate::targets::Connection;
 use anyhow::{bail, Context, Result};

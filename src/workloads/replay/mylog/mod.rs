@@ -1,0 +1,52 @@
+//! MariaDB's and MySQL's logs of every statement: the general query log ([`general`]) and
+//! the slow query log with `long_query_time = 0` ([`slow`]), read as the same events as
+//! PostgreSQL's log.
+
+mod execute;
+pub mod general;
+pub mod slow;
+
+use anyhow::{bail, Result};
+
+/// The lines a server writes when it opens its log (at start, and at FLUSH LOGS).
+pub fn is_header(line: &str) -> bool {
+    line.contains(", Version: ") && line.ends_with("started with:")
+        || line.starts_with("Tcp port: ")
+        || line.starts_with("Time") && line.ends_with("Argument")
+}
+
+/// MariaDB's `261129  0:07:54` or MySQL's `2026-11-29T00:07:54.123456Z` in microseconds since
+/// the epoch (the zone is left out: a replay needs times relative to each other).
+pub fn micros(time: &str) -> Result<i64> {
+    let iso = match time.split_once(char::is_whitespace) {
+        Some((date, clock)) if date.len() == 6 && date.bytes().all(|b| b.is_ascii_digit()) => {
+            let clock = clock.trim();
+            let clock = if clock.find(':') == Some(1) { format!("0{clock}") } else { clock.to_string() };
+            format!("20{}-{}-{} {clock}", &date[..2], &date[2..4], &date[4..])
+        }
+        _ => time.trim_end_matches('Z').to_string(),
+    };
+    // An offset such as +01:00 is left out with the zone.
+    let iso = match iso.get(19..).and_then(|rest| rest.find(['+', '-'])) {
+        Some(at) => iso[..19 + at].to_string(),
+        None => iso,
+    };
+    match humantime::parse_rfc3339_weak(&iso) {
+        Ok(at) => Ok(at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64)),
+        Err(_) => bail!("not a time: '{time}'"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_servers_times_read_to_the_microsecond() {
+        let maria = micros("261129  0:07:54").unwrap();
+        assert_eq!(micros("2026-11-29T00:07:54.000001Z").unwrap() - maria, 1);
+        assert_eq!(micros("2026-11-29T00:07:54.5+01:00").unwrap() - maria, 500_000);
+        assert_eq!(micros("261129 10:07:54").unwrap() - maria, 36_000_000_000);
+        assert!(micros("26112 0:07:54").is_err());
+    }
+}
