@@ -181,6 +181,22 @@ fn a_log_line_that_is_not_the_server_s_is_one_error_naming_it() {
     let err = stderr(&o);
     let line = err.lines().find(|l| l.starts_with("error:")).unwrap_or_default();
     assert!(line.contains("line 2 is not a log line") && line.contains("log_line_prefix"), "{err}");
+    // Three sessions open at once where two may be: refused when the replay gets there,
+    // naming the key, where it used to wait for one to end.
+    let sessions: String = (1..=3)
+        .map(|pid| {
+            format!(
+                "2026-11-28 20:00:0{pid}.000 UTC [{pid}] LOG:  connection authorized: user=u database=d\n\
+                 2026-11-28 20:00:0{pid}.100 UTC [{pid}] LOG:  statement: SELECT {pid}\n"
+            )
+        })
+        .collect();
+    std::fs::write(&log, sessions).unwrap();
+    let (log_arg, data_arg) = (log.to_str().unwrap(), data.to_str().unwrap());
+    let args = ["run", "--target", "managed-postgres", "--data-dir", data_arg, "--workload", "replay"];
+    let o = dbvs(&[&args[..], &["--replay-log", log_arg, "--pacing", "fast", "--max-sessions", "2"]].concat());
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("more than 2 sessions open at once"), "{}", stderr(&o));
     // A log without it, and a missing one, are refused before anything starts.
     let o = dbvs(&["run", "--target", "managed-postgres", "--workload", "replay", "--replay-log", "/nonexistent.log"]);
     assert!(stderr(&o).contains("cannot read the log /nonexistent.log"), "{}", stderr(&o));
