@@ -146,7 +146,7 @@ fn spec(args: &CaptureArgs, traffic: Option<&str>) -> Result<DbSpec> {
 /// The database as the window begins, for the replay's pristine database. dbvs's own
 /// table of build facts stays out: the replay's build writes its own.
 fn dump(engine: Engine, env: &[(String, String)], to: &Path) -> Result<()> {
-    let var = |k: &str| env.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str()).unwrap_or_default();
+    let var = |k: &str| crate::targets::env_value(env, k);
     let mut c = match engine {
         Engine::Mariadb => {
             let mut c = std::process::Command::new(crate::sys::require("mariadb-dump", "mariadb-client")?);

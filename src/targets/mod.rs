@@ -192,6 +192,11 @@ pub trait Database: Send + Sync {
     fn client_env(&self) -> Result<Vec<(String, String)>>;
 }
 
+/// The value of `key` in a client environment ([`Database::client_env`]), empty when unset.
+pub fn env_value<'a>(env: &'a [(String, String)], key: &str) -> &'a str {
+    env.iter().find(|(k, _)| k == key).map_or("", |(_, v)| v.as_str())
+}
+
 /// [`Database::go_cold`] for a database on a server dbvs may manage.
 pub(crate) fn go_cold_on(server: &Keepalive) -> Result<()> {
     if let Some(s) = server {

@@ -82,13 +82,13 @@ impl LogFormat {
         use std::io::BufRead;
         let file =
             std::fs::File::open(log).with_context(|| format!("replay: cannot read the log {}", log.display()))?;
-        let general = regex::Regex::new(r"^(\d{6}\s+\d{1,2}:\d{2}:\d{2}\t|\d{4}-\d{2}-\d{2}T\S+\t|\t\t\s*\d+ )")?;
+        let general = mylog::general::Patterns::compiled();
         for line in BufReader::new(file).lines().take(20) {
             let line = line.unwrap_or_default();
             if line.starts_with("# Time: ") || line.starts_with("# User@Host: ") {
                 return Ok(LogFormat::Slow);
             }
-            if general.is_match(&line) {
+            if general.is_entry(&line) {
                 return Ok(LogFormat::General);
             }
         }

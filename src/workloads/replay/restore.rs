@@ -15,11 +15,11 @@ const CUSTOM_FORMAT: &[u8] = b"PGDMP";
 /// Restores `dump` into `db`, an empty database on `engine`.
 pub fn restore(dump: &Path, db: &dyn Database, engine: Engine) -> Result<()> {
     let env = db.client_env()?;
-    let var = |k: &str| env.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone()).unwrap_or_default();
+    let var = |k: &str| crate::targets::env_value(&env, k);
     let mut cmd = match engine {
         Engine::Postgres if custom_format(dump)? => {
             let mut c = Command::new(crate::sys::require("pg_restore", "postgresql-client")?);
-            c.args(["--no-owner", "--no-privileges", "--exit-on-error", "--dbname", &var("PGDATABASE")]).arg(dump);
+            c.args(["--no-owner", "--no-privileges", "--exit-on-error", "--dbname", var("PGDATABASE")]).arg(dump);
             c.stdin(Stdio::null());
             c
         }
@@ -33,7 +33,7 @@ pub fn restore(dump: &Path, db: &dyn Database, engine: Engine) -> Result<()> {
             // The client reads the host, port and password from the environment; the dump
             // goes in on stdin, into the database given (a dump of one database names none).
             let mut c = Command::new(crate::sys::require("mariadb", "mariadb-client")?);
-            c.args(["--batch", "--protocol=TCP", "--user", &var("MYSQL_USER"), &var("MYSQL_DATABASE")]);
+            c.args(["--batch", "--protocol=TCP", "--user", var("MYSQL_USER"), var("MYSQL_DATABASE")]);
             let file = std::fs::File::open(dump).with_context(|| format!("cannot open the dump {}", dump.display()))?;
             c.stdin(file);
             c

@@ -17,8 +17,8 @@ pub fn count(conn: &mut Connection) -> Result<Counts> {
     let tables = adhoc(
         conn,
         if maria {
-            "SELECT table_schema, table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' \
-             AND table_schema = DATABASE() ORDER BY 2"
+            "SELECT table_schema, table_name FROM information_schema.tables \
+             WHERE table_type IN ('BASE TABLE', 'SYSTEM VERSIONED') AND table_schema = DATABASE() ORDER BY 2"
         } else {
             "SELECT table_schema, table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' \
              AND table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, 2"

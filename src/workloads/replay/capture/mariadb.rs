@@ -1,7 +1,9 @@
 //! A MariaDB server's window: the general query log turned on with the table among its
-//! outputs (`SET GLOBAL`, so no restart and nothing written to the server's files), and at
-//! the end the window's rows of `mysql.general_log` copied out as a general query log in
-//! MySQL's form, whose times keep their microseconds (MariaDB's own log file has seconds).
+//! outputs (`SET GLOBAL`, so no restart), and at the end the window's rows of
+//! `mysql.general_log` copied out as a general query log in MySQL's form, whose times keep
+//! their microseconds (MariaDB's own log file has seconds). The rows stay in the table (a
+//! CSV file in the server's data directory), and where the server already logged to a
+//! file, the window's statements go there too.
 
 use crate::targets::sql::{adhoc, exec};
 use crate::targets::Connection;
@@ -59,10 +61,10 @@ impl<'a> Window<'a> {
     }
 
     fn restore(&mut self) -> Result<()> {
-        self.restored = true;
         let (general, output) = self.before.clone();
         exec(self.conn, &format!("SET GLOBAL general_log = {general}"))?;
         exec(self.conn, &format!("SET GLOBAL log_output = '{output}'"))?;
+        self.restored = true;
         Ok(())
     }
 

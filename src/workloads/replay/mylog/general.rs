@@ -14,17 +14,65 @@
 use super::super::event::{Event, What};
 use super::execute::Prepared;
 use super::{is_header, micros};
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use regex::Regex;
 use std::collections::{HashMap, VecDeque};
 use std::io::BufRead;
 
-/// An entry's first line: its time (or the tabs of one without), thread id, command and
-/// what the command was given.
-const ENTRY: &str = r"^(?:(?P<time>\d{6}\s+\d{1,2}:\d{2}:\d{2}|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\s|\t)\s*(?P<id>\d+) (?P<command>[A-Z][A-Za-z ]*?)(?:\t(?P<arg>.*))?$";
-/// What a line that starts an entry begins with, for telling a malformed one from a
-/// statement's continuation.
-const LOOKS_LIKE_ENTRY: &str = r"^(?:\d{6}\s+\d{1,2}:\d{2}|\d{4}-\d{2}-\d{2}[T ]\d{2}:|\t\t)";
+/// The commands MariaDB and MySQL log. A line without a time is an entry only if it names
+/// one of these: otherwise it continues the statement before (a statement's own lines may
+/// start with tabs and a number).
+const COMMANDS: &str = "Sleep|Quit|Init DB|Query|Field List|Create DB|Drop DB|Refresh|Shutdown|Statistics|\
+    Processlist|Connect|Kill|Debug|Ping|Time|Delayed insert|Change user|Binlog Dump GTID|Binlog Dump|\
+    Table Dump|Connect Out|Register Slave|Prepare|Execute|Long Data|Close stmt|Reset stmt|Set option|Fetch|\
+    Daemon|Reset connection|Bulk_execute|Slave_IO|Slave_SQL|Slave_worker";
+
+/// The patterns of an entry's first line: with its time (any command name), or without (a
+/// known one), then the thread id, the command and what it was given.
+pub struct Patterns {
+    timed: Regex,
+    untimed: Regex,
+    /// What a line that starts an entry begins with: one that does and is not one is malformed.
+    looks_timed: Regex,
+}
+
+/// An entry's first line, read: its time (when it has one), thread id, command, argument.
+struct Head<'a> {
+    time: Option<&'a str>,
+    id: &'a str,
+    command: &'a str,
+    arg: &'a str,
+}
+
+impl Patterns {
+    pub fn compiled() -> Self {
+        let time = super::TIME;
+        let compile = |p: &str| Regex::new(p).expect("a valid pattern");
+        Self {
+            timed: compile(&format!(
+                r"^(?P<time>{time})\s+(?P<id>\d+) (?P<command>[A-Za-z][A-Za-z_ ]*?)(?:\t(?P<arg>.*))?$"
+            )),
+            untimed: compile(&format!(r"^\t\t?\s*(?P<id>\d+) (?P<command>{COMMANDS})(?:\t(?P<arg>.*))?$")),
+            looks_timed: compile(r"^(?:\d{6}\s+\d{1,2}:\d{2}|\d{4}-\d{2}-\d{2}[T ]\d{2}:)"),
+        }
+    }
+
+    /// Whether `line` is a general log entry's first line.
+    pub fn is_entry(&self, line: &str) -> bool {
+        self.head(line).is_some()
+    }
+
+    fn head<'a>(&self, line: &'a str) -> Option<Head<'a>> {
+        let c = self.timed.captures(line).or_else(|| self.untimed.captures(line))?;
+        let text = |name| c.name(name).map_or("", |m| m.as_str());
+        Some(Head {
+            time: c.name("time").map(|m| m.as_str()),
+            id: text("id"),
+            command: text("command").trim_end(),
+            arg: text("arg"),
+        })
+    }
+}
 
 /// One entry: the line it started on, its time, session, command and argument.
 struct Entry {
@@ -38,8 +86,7 @@ struct Entry {
 pub struct GeneralLog<R: BufRead> {
     reader: R,
     line: u64,
-    entry: Regex,
-    looks_like_entry: Regex,
+    patterns: Patterns,
     /// The entry being read (a statement may continue on the next lines).
     pending: Option<Entry>,
     /// The time of the last line that had one.
@@ -49,7 +96,7 @@ pub struct GeneralLog<R: BufRead> {
     /// How many times each thread id connected (a restarted server uses them again).
     generations: HashMap<String, u32>,
     out: VecDeque<Event>,
-    buf: String,
+    buf: Vec<u8>,
 }
 
 impl<R: BufRead> GeneralLog<R> {
@@ -57,39 +104,40 @@ impl<R: BufRead> GeneralLog<R> {
         Self {
             reader,
             line: 0,
-            entry: Regex::new(ENTRY).expect("a valid pattern"),
-            looks_like_entry: Regex::new(LOOKS_LIKE_ENTRY).expect("a valid pattern"),
+            patterns: Patterns::compiled(),
             pending: None,
             at_us: 0,
             prepared: HashMap::new(),
             generations: HashMap::new(),
             out: VecDeque::new(),
-            buf: String::new(),
+            buf: Vec::new(),
         }
     }
 
     /// Reads the next line into the pending entry; `false` at the end of the log.
     fn read_line(&mut self) -> Result<bool> {
         self.buf.clear();
-        if self.reader.read_line(&mut self.buf)? == 0 {
+        let read = self.reader.read_until(b'\n', &mut self.buf);
+        if read.with_context(|| format!("cannot read the log after line {}", self.line))? == 0 {
             if let Some(e) = self.pending.take() {
                 self.emit(e);
             }
             return Ok(false);
         }
         self.line += 1;
-        let text = self.buf.strip_suffix('\n').unwrap_or(&self.buf);
-        let text = text.strip_suffix('\r').unwrap_or(text);
-        if let Some(c) = self.entry.captures(text) {
-            if let Some(t) = c.name("time") {
-                self.at_us = micros(t.as_str()).map_err(|e| anyhow::anyhow!("line {}: {e}", self.line))?;
+        // A statement's bytes that are not UTF-8 (latin1 data) are kept as well as they can be.
+        let line = String::from_utf8_lossy(&self.buf);
+        let text = line.trim_end_matches(['\n', '\r']);
+        if let Some(head) = self.patterns.head(text) {
+            if let Some(t) = head.time {
+                self.at_us = micros(t).map_err(|e| anyhow::anyhow!("line {}: {e}", self.line))?;
             }
             let next = Entry {
                 line: self.line,
                 at_us: self.at_us,
-                id: c["id"].to_string(),
-                command: c["command"].trim_end().to_string(),
-                arg: c.name("arg").map_or("", |a| a.as_str()).to_string(),
+                id: head.id.to_string(),
+                command: head.command.to_string(),
+                arg: head.arg.to_string(),
             };
             if let Some(e) = self.pending.replace(next) {
                 self.emit(e);
@@ -99,7 +147,7 @@ impl<R: BufRead> GeneralLog<R> {
             if let Some(e) = self.pending.take() {
                 self.emit(e);
             }
-        } else if self.looks_like_entry.is_match(text) || self.pending.is_none() {
+        } else if self.patterns.looks_timed.is_match(text) || self.pending.is_none() {
             bail!(
                 "line {}: not a general query log entry (TIME  ID COMMAND<tab>ARGUMENT): '{}'",
                 self.line,
@@ -145,7 +193,7 @@ impl<R: BufRead> GeneralLog<R> {
         let session = self.key(&e.id);
         let prepared = self.prepared.entry(e.id).or_default();
         let what = match e.command.as_str() {
-            "Query" if is_use(&e.arg) => return,
+            "Query" if super::is_use(&e.arg) => return,
             "Query" => What::Statement { sql: e.arg, params: vec![], prepared: None },
             "Prepare" => return prepared.add(&e.arg),
             "Execute" => match prepared.split(&e.arg) {
@@ -178,12 +226,6 @@ fn connected_to(arg: &str) -> Option<String> {
     let (_, after) = arg.split_once(" on ")?;
     let db = after.split(" using ").next().unwrap_or(after).trim();
     (!db.is_empty()).then(|| db.to_string())
-}
-
-/// `USE shop`: a change of database, which a replay does not make.
-fn is_use(sql: &str) -> bool {
-    let mut words = sql.split_whitespace();
-    words.next().is_some_and(|w| w.eq_ignore_ascii_case("use")) && words.count() == 1
 }
 
 #[cfg(test)]
@@ -243,6 +285,18 @@ Time\t\t    Id Command\tArgument
     }
 
     #[test]
+    fn a_statement_s_own_lines_continue_it_whatever_they_start_with() {
+        // Tab-indented SQL, a line with a number, bytes that are not UTF-8, an unknown
+        // command behind a time.
+        let log = b"261129  0:07:54\t     3 Query\tSELECT id,\n\t\t1 AS x\n\t\tFROM t WHERE v = '\xe9'\n\
+                    261129  0:07:55\t     3 Bulk_execute\tINSERT INTO t VALUES (?)\n\t\t     3 Quit\t\n";
+        let e: Vec<Event> = GeneralLog::new(&log[..]).map(Result::unwrap).collect();
+        let What::Statement { sql, .. } = &e[0].what else { panic!("{e:?}") };
+        assert_eq!(sql, "SELECT id,\n\t\t1 AS x\n\t\tFROM t WHERE v = '\u{fffd}'");
+        assert_eq!(e[1].what, What::Disconnect);
+    }
+
+    #[test]
     fn mysql_s_iso_times_keep_microseconds() {
         let e = events(
             "2026-11-29T00:07:54.000100Z\t   8 Connect\tu@h on shop using SSL/TLS\n\
@@ -267,11 +321,8 @@ Time\t\t    Id Command\tArgument
 
     #[test]
     fn a_malformed_entry_is_an_error_naming_its_line() {
-        let err = GeneralLog::new(
-            "261129  0:07:54\t     3 Connect\tu@h on  using TCP/IP\n\t\t     x Query\tSELECT 1\n".as_bytes(),
-        )
-        .find_map(Result::err)
-        .unwrap();
+        let log = "261129  0:07:54\t     3 Connect\tu@h on  using TCP/IP\n261129  0:07:xx\t     3 Query\tSELECT 1\n";
+        let err = GeneralLog::new(log.as_bytes()).find_map(Result::err).unwrap();
         assert!(err.to_string().starts_with("line 2: not a general query log entry"), "{err}");
         let err = GeneralLog::new("hello\n".as_bytes()).find_map(Result::err).unwrap();
         assert!(err.to_string().starts_with("line 1:"), "{err}");

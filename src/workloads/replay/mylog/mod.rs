@@ -8,6 +8,17 @@ pub mod slow;
 
 use anyhow::{bail, Result};
 
+/// A time as MariaDB (`261129  0:07:54`) or MySQL (`2026-11-29T00:07:54.123456Z`) writes it.
+pub const TIME: &str =
+    r"\d{6}\s+\d{1,2}:\d{2}:\d{2}|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?";
+
+/// `USE shop` (`use \`shop\`;`): a change of database, which a replay does not make (its
+/// sessions run on the run's copy).
+pub fn is_use(sql: &str) -> bool {
+    let mut words = sql.trim_end().trim_end_matches(';').split_whitespace();
+    words.next().is_some_and(|w| w.eq_ignore_ascii_case("use")) && words.count() == 1
+}
+
 /// The lines a server writes when it opens its log (at start, and at FLUSH LOGS).
 pub fn is_header(line: &str) -> bool {
     line.contains(", Version: ") && line.ends_with("started with:")
@@ -40,6 +51,12 @@ pub fn micros(time: &str) -> Result<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_use_is_a_change_of_database_and_nothing_else() {
+        assert!(is_use("USE shop") && is_use("use `shop`;") && is_use("use shop ;"));
+        assert!(!is_use("user_id = 5") && !is_use("USE shop; SELECT 1") && !is_use("SELECT 1"));
+    }
 
     #[test]
     fn both_servers_times_read_to_the_microsecond() {

@@ -19,7 +19,7 @@
 //! their values written in and replay as text; the log does not say which statements failed.
 
 use super::super::event::{Event, What};
-use super::{is_header, micros};
+use super::{is_header, is_use, micros};
 use anyhow::{bail, Context, Result};
 use std::collections::{HashMap, VecDeque};
 use std::io::BufRead;
@@ -53,7 +53,7 @@ pub struct SlowLog<R: BufRead> {
     last_seen: HashMap<String, i64>,
     swept_us: i64,
     out: VecDeque<Event>,
-    buf: String,
+    buf: Vec<u8>,
 }
 
 impl<R: BufRead> SlowLog<R> {
@@ -67,18 +67,20 @@ impl<R: BufRead> SlowLog<R> {
             last_seen: HashMap::new(),
             swept_us: i64::MIN,
             out: VecDeque::new(),
-            buf: String::new(),
+            buf: Vec::new(),
         }
     }
 
     fn read_line(&mut self) -> Result<bool> {
         self.buf.clear();
-        if self.reader.read_line(&mut self.buf)? == 0 {
+        let read = self.reader.read_until(b'\n', &mut self.buf);
+        if read.with_context(|| format!("cannot read the log after line {}", self.line))? == 0 {
             self.finish()?;
             return Ok(false);
         }
         self.line += 1;
-        let text = self.buf.trim_end_matches(['\n', '\r']).to_string();
+        // A statement's bytes that are not UTF-8 (latin1 data) are kept as well as they can be.
+        let text = String::from_utf8_lossy(&self.buf).trim_end_matches(['\n', '\r']).to_string();
         let line = self.line;
         let bad = |what: &str| anyhow::anyhow!("line {line}: {what}: '{}'", super::super::event::shorten(&text, 80));
         if let Some(time) = text.strip_prefix("# Time: ") {
@@ -89,9 +91,11 @@ impl<R: BufRead> SlowLog<R> {
             self.finish()?;
             let id = rest.split_once("Id:").map(|(_, id)| id.trim().to_string());
             self.entry = Some(Entry { line, id, ..Entry::default() });
-        } else if let Some(rest) = text.strip_prefix("# ") {
-            let Some(e) = self.entry.as_mut().filter(|e| e.sql.is_empty()) else {
-                return Ok(true); // a comment outside an entry's header
+        } else if let Some(rest) =
+            text.strip_prefix("# ").filter(|_| self.entry.as_ref().is_none_or(|e| e.sql.is_empty()))
+        {
+            let Some(e) = self.entry.as_mut() else {
+                return Ok(true); // a comment outside an entry
             };
             if let Some(id) = field(rest, "Thread_id:") {
                 e.id = Some(id.to_string());
@@ -116,8 +120,11 @@ impl<R: BufRead> SlowLog<R> {
             let meta = e.sql.is_empty() && e.started_s.is_none();
             match text.strip_prefix("SET timestamp=").and_then(|t| t.strip_suffix(';')) {
                 Some(t) if e.sql.is_empty() => e.started_s = Some(t.parse().map_err(|_| bad("not a timestamp"))?),
-                // The entry's schema, before its statement: not the application's USE.
-                _ if meta && is_use_line(&text) => {}
+                // The entry's schema, before its statement (MySQL names it only so).
+                _ if meta && is_use(&text) => {
+                    let db = text.trim_end_matches(';').split_whitespace().nth(1).unwrap_or_default();
+                    e.schema.get_or_insert_with(|| db.trim_matches('`').to_string());
+                }
                 _ => {
                     if !e.sql.is_empty() {
                         e.sql.push('\n');
@@ -149,10 +156,12 @@ impl<R: BufRead> SlowLog<R> {
             return Ok(());
         }
         let sql = e.sql.strip_suffix(';').unwrap_or(&e.sql).to_string();
-        if sql.trim().is_empty() || sql.starts_with("# administrator command") {
+        // The application's own USE: a replay's sessions stay on the run's copy.
+        if sql.trim().is_empty() || is_use(&sql) {
             return Ok(());
         }
-        if self.last_seen.insert(id.clone(), at_us).is_none() {
+        // Idle from when its statement ended: one longer than IDLE_S is not a closed session.
+        if self.last_seen.insert(id.clone(), at_us + e.query_us).is_none() {
             push(&mut self.out, What::Connect { database: e.schema.clone() });
         }
         push(&mut self.out, What::Statement { sql, params: vec![], prepared: None });
@@ -195,11 +204,6 @@ fn field<'a>(line: &'a str, name: &str) -> Option<&'a str> {
     after.split_whitespace().next()
 }
 
-/// `use shop;` or ``use `shop`;``.
-fn is_use_line(text: &str) -> bool {
-    text.strip_prefix("use ").is_some_and(|rest| rest.ends_with(';') && !rest.contains(' '))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,6 +236,12 @@ create table a(id int,
 # Query_time: 0.1  Lock_time: 0.000000  Rows_sent: 1  Rows_examined: 0
 SET timestamp=1795910875;
 use shop;
+# User@Host: root[root] @ localhost []
+# Thread_id: 4  Schema: shop  QC_hit: No
+# Query_time: 0.1  Lock_time: 0.000000  Rows_sent: 1  Rows_examined: 0
+SET timestamp=1795910875;
+INSERT INTO notes VALUES ('
+# a heading, not a header');
 ",
         );
         let whats: Vec<(&str, &What)> = e.iter().map(|e| (e.session.as_str(), &e.what)).collect();
@@ -240,8 +250,8 @@ use shop;
             vec![
                 ("3", &What::Connect { database: Some("shop".into()) }),
                 ("3", &statement("create table a(id int,\n  v text)")),
-                ("4", &What::Connect { database: None }),
-                ("4", &statement("use shop")),
+                ("4", &What::Connect { database: Some("shop".into()) }),
+                ("4", &statement("INSERT INTO notes VALUES ('\n# a heading, not a header')")),
             ]
         );
         assert_eq!(e[3].at_us - e[1].at_us, 1_000_000);
