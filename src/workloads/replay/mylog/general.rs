@@ -13,8 +13,8 @@
 
 use super::super::event::{Event, What};
 use super::execute::Prepared;
-use super::{is_header, micros};
-use anyhow::{bail, Context, Result};
+use super::{is_header, micros, Lines};
+use anyhow::{bail, Result};
 use regex::Regex;
 use std::collections::{HashMap, VecDeque};
 use std::io::BufRead;
@@ -84,8 +84,7 @@ struct Entry {
 }
 
 pub struct GeneralLog<R: BufRead> {
-    reader: R,
-    line: u64,
+    lines: Lines<R>,
     patterns: Patterns,
     /// The entry being read (a statement may continue on the next lines).
     pending: Option<Entry>,
@@ -96,44 +95,36 @@ pub struct GeneralLog<R: BufRead> {
     /// How many times each thread id connected (a restarted server uses them again).
     generations: HashMap<String, u32>,
     out: VecDeque<Event>,
-    buf: Vec<u8>,
 }
 
 impl<R: BufRead> GeneralLog<R> {
     pub fn new(reader: R) -> Self {
         Self {
-            reader,
-            line: 0,
+            lines: Lines::new(reader),
             patterns: Patterns::compiled(),
             pending: None,
             at_us: 0,
             prepared: HashMap::new(),
             generations: HashMap::new(),
             out: VecDeque::new(),
-            buf: Vec::new(),
         }
     }
 
     /// Reads the next line into the pending entry; `false` at the end of the log.
     fn read_line(&mut self) -> Result<bool> {
-        self.buf.clear();
-        let read = self.reader.read_until(b'\n', &mut self.buf);
-        if read.with_context(|| format!("cannot read the log after line {}", self.line))? == 0 {
+        let Some(line) = self.lines.next_line()? else {
             if let Some(e) = self.pending.take() {
                 self.emit(e);
             }
             return Ok(false);
-        }
-        self.line += 1;
-        // A statement's bytes that are not UTF-8 (latin1 data) are kept as well as they can be.
-        let line = String::from_utf8_lossy(&self.buf);
-        let text = line.trim_end_matches(['\n', '\r']);
+        };
+        let (text, number) = (line.as_str(), self.lines.number);
         if let Some(head) = self.patterns.head(text) {
             if let Some(t) = head.time {
-                self.at_us = micros(t).map_err(|e| anyhow::anyhow!("line {}: {e}", self.line))?;
+                self.at_us = micros(t).map_err(|e| anyhow::anyhow!("line {number}: {e}"))?;
             }
             let next = Entry {
-                line: self.line,
+                line: number,
                 at_us: self.at_us,
                 id: head.id.to_string(),
                 command: head.command.to_string(),
@@ -149,8 +140,7 @@ impl<R: BufRead> GeneralLog<R> {
             }
         } else if self.patterns.looks_timed.is_match(text) || self.pending.is_none() {
             bail!(
-                "line {}: not a general query log entry (TIME  ID COMMAND<tab>ARGUMENT): '{}'",
-                self.line,
+                "line {number}: not a general query log entry (TIME  ID COMMAND<tab>ARGUMENT): '{}'",
                 super::super::event::shorten(text, 80)
             );
         } else if let Some(e) = self.pending.as_mut() {

@@ -6,7 +6,8 @@ mod execute;
 pub mod general;
 pub mod slow;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
+use std::io::BufRead;
 
 /// A time as MariaDB (`261129  0:07:54`) or MySQL (`2026-11-29T00:07:54.123456Z`) writes it.
 pub const TIME: &str =
@@ -17,6 +18,32 @@ pub const TIME: &str =
 pub fn is_use(sql: &str) -> bool {
     let mut words = sql.trim_end().trim_end_matches(';').split_whitespace();
     words.next().is_some_and(|w| w.eq_ignore_ascii_case("use")) && words.count() == 1
+}
+
+/// A log's lines, numbered, each as text without its line end. Bytes that are not UTF-8
+/// (a statement's latin1 data) are kept as well as they can be, not an error.
+pub struct Lines<R: BufRead> {
+    reader: R,
+    buf: Vec<u8>,
+    /// The number of the line read last.
+    pub number: u64,
+}
+
+impl<R: BufRead> Lines<R> {
+    pub fn new(reader: R) -> Self {
+        Self { reader, buf: Vec::new(), number: 0 }
+    }
+
+    /// The next line, or `None` at the end of the log.
+    pub fn next_line(&mut self) -> Result<Option<String>> {
+        self.buf.clear();
+        let read = self.reader.read_until(b'\n', &mut self.buf);
+        if read.with_context(|| format!("cannot read the log after line {}", self.number))? == 0 {
+            return Ok(None);
+        }
+        self.number += 1;
+        Ok(Some(String::from_utf8_lossy(&self.buf).trim_end_matches(['\n', '\r']).to_string()))
+    }
 }
 
 /// The lines a server writes when it opens its log (at start, and at FLUSH LOGS).

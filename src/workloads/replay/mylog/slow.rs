@@ -19,7 +19,7 @@
 //! their values written in and replay as text; the log does not say which statements failed.
 
 use super::super::event::{Event, What};
-use super::{is_header, is_use, micros};
+use super::{is_header, is_use, micros, Lines};
 use anyhow::{bail, Context, Result};
 use std::collections::{HashMap, VecDeque};
 use std::io::BufRead;
@@ -43,8 +43,7 @@ struct Entry {
 }
 
 pub struct SlowLog<R: BufRead> {
-    reader: R,
-    line: u64,
+    lines: Lines<R>,
     /// The last `# Time:`, and whether it had a fraction of a second.
     time_us: i64,
     time_exact: bool,
@@ -53,35 +52,27 @@ pub struct SlowLog<R: BufRead> {
     last_seen: HashMap<String, i64>,
     swept_us: i64,
     out: VecDeque<Event>,
-    buf: Vec<u8>,
 }
 
 impl<R: BufRead> SlowLog<R> {
     pub fn new(reader: R) -> Self {
         Self {
-            reader,
-            line: 0,
+            lines: Lines::new(reader),
             time_us: 0,
             time_exact: false,
             entry: None,
             last_seen: HashMap::new(),
             swept_us: i64::MIN,
             out: VecDeque::new(),
-            buf: Vec::new(),
         }
     }
 
     fn read_line(&mut self) -> Result<bool> {
-        self.buf.clear();
-        let read = self.reader.read_until(b'\n', &mut self.buf);
-        if read.with_context(|| format!("cannot read the log after line {}", self.line))? == 0 {
+        let Some(text) = self.lines.next_line()? else {
             self.finish()?;
             return Ok(false);
-        }
-        self.line += 1;
-        // A statement's bytes that are not UTF-8 (latin1 data) are kept as well as they can be.
-        let text = String::from_utf8_lossy(&self.buf).trim_end_matches(['\n', '\r']).to_string();
-        let line = self.line;
+        };
+        let line = self.lines.number;
         let bad = |what: &str| anyhow::anyhow!("line {line}: {what}: '{}'", super::super::event::shorten(&text, 80));
         if let Some(time) = text.strip_prefix("# Time: ") {
             self.finish()?;
@@ -178,7 +169,7 @@ impl<R: BufRead> SlowLog<R> {
             self.last_seen.iter().filter(|(_, t)| now_us - **t > IDLE_S * 1_000_000).map(|(k, _)| k.clone()).collect();
         for id in idle {
             let at_us = self.last_seen.remove(&id).unwrap_or(now_us);
-            self.out.push_back(Event { at_us, session: id, what: What::Disconnect, line: self.line });
+            self.out.push_back(Event { at_us, session: id, what: What::Disconnect, line: self.lines.number });
         }
     }
 }
