@@ -7,12 +7,12 @@ use crate::run::DbSpec;
 use crate::sys::units::parse_duration;
 use crate::targets::{Database, Engine};
 use crate::workloads::command;
-use crate::workloads::replay::capture::{Window, PREFIX};
+use crate::workloads::replay::capture::{Reach, Window, PREFIX};
 use crate::workloads::replay::tables;
 use crate::workloads::{Options, WorkloadSpec};
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -87,10 +87,13 @@ pub fn main(args: CaptureArgs) -> Result<ExitCode> {
     let env = db.client_env()?;
     let dumped = args.out.join(if engine == Engine::Mariadb { "dump.sql" } else { "dump.pgdump" });
     if !args.no_dump {
-        dump(engine, &env, &dumped)?;
+        crate::targets::backup::logical(engine, &env, None, &dumped)
+            .context("cannot dump the database before the capture")?;
     }
     let mut conn = db.connect()?;
-    let window = Window::open(&mut conn, managed.as_ref().and_then(|s| s.stderr_log()), &args.log_prefix)?;
+    let reach = Reach::new(&env, args.password_file.clone())?;
+    let log_file = managed.as_ref().and_then(|s| s.stderr_log());
+    let window = Window::open(&mut conn, &reach, log_file, &args.log_prefix)?;
     eprintln!("capturing: set for the window: {}", window.changes());
     match &traffic {
         Some(script) => eprintln!("{}", command::run_script(script, &env, "command")?.trim_end()),
@@ -141,29 +144,4 @@ fn spec(args: &CaptureArgs, traffic: Option<&str>) -> Result<DbSpec> {
         inject_delay: crate::driver::InjectedSlowdown::None,
         fuse_daemons: vec![],
     })
-}
-
-/// The database as the window begins, for the replay's pristine database. dbvs's own
-/// table of build facts stays out: the replay's build writes its own.
-fn dump(engine: Engine, env: &[(String, String)], to: &Path) -> Result<()> {
-    let var = |k: &str| crate::targets::env_value(env, k);
-    let mut c = match engine {
-        Engine::Mariadb => {
-            let mut c = std::process::Command::new(crate::sys::require("mariadb-dump", "mariadb-client")?);
-            let db = var("MYSQL_DATABASE");
-            let meta = format!("--ignore-table={db}.{}", crate::targets::META_TABLE);
-            let tcp = ["--protocol=TCP", "--single-transaction", "--routines", "--triggers"];
-            c.args(tcp).args(["--user", var("MYSQL_USER"), &meta]);
-            c.arg("--result-file").arg(to).arg(db);
-            c
-        }
-        _ => {
-            let mut c = std::process::Command::new(crate::sys::require("pg_dump", "postgresql-client")?);
-            let meta = format!("--exclude-table={}", crate::targets::META_TABLE);
-            c.args(["--format=custom", "--no-owner", &meta, "--file"]).arg(to);
-            c
-        }
-    };
-    c.envs(env.iter().map(|(k, v)| (k, v)));
-    crate::sys::run_tool(&mut c).context("cannot dump the database before the capture")
 }

@@ -46,8 +46,8 @@ enum Command {
     Study(study::StudyArgs),
     /// Find how many database instances each configuration holds at an SLA (step up, then bisect).
     Capacity(capacity::CapacityArgs),
-    /// Capture a PostgreSQL server's traffic for a window (every statement logged, then the
-    /// settings put back) with the database as the window began: the log a replay plays.
+    /// Capture a PostgreSQL or MariaDB server's traffic for a window (every statement logged,
+    /// then the settings put back) with the database as the window began: the log a replay plays.
     Capture(capture::CaptureArgs),
     /// Browse the results store ($DBVS_RESULTS, default ~/.local/share/dbvs/results.db).
     #[command(subcommand)]
@@ -58,7 +58,8 @@ enum Command {
     /// --studies two stored studies of one design (dates, machines, versions) with intervals.
     Compare(results::CompareArgs),
     /// Undo what killed dbvs processes left behind: unmount their encrypted layers, lock
-    /// their fscrypt keys, delete their key files and work directories, stop their servers.
+    /// their fscrypt keys, delete their key files and work directories, stop their servers,
+    /// set back a capture's logging settings.
     /// Every dbvs command does this first; this command does only this, and says what it did.
     Cleanup,
     /// Internal: waits for dbvs process PID to exit, then undoes what it left behind.

@@ -47,6 +47,18 @@ pub enum Step {
     KillCgroup {
         dir: PathBuf,
     },
+    /// Run a program (a server's client, setting back what a capture changed on it). The
+    /// password is never written down: `password` names the variable to set and the file to
+    /// read it from; without one, the program inherits the variable from whoever carries the
+    /// lease out.
+    RunTool {
+        program: String,
+        /// The Debian package that has `program`, for the error when it is missing.
+        package: String,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+        password: Option<(String, PathBuf)>,
+    },
     RemoveFile {
         path: PathBuf,
     },
@@ -325,6 +337,14 @@ fn run(step: &Step) -> Result<()> {
         }
         Step::StopProcess { pid, comm } => stop(*pid, comm),
         Step::KillCgroup { dir } => super::cgroup::remove(dir),
+        Step::RunTool { program, package, args, env, password } => {
+            let mut cmd = std::process::Command::new(super::require(program, package)?);
+            cmd.args(args).envs(env.iter().map(|(k, v)| (k, v)));
+            if let Some((var, file)) = password {
+                cmd.env(var, super::read_secret_file(file)?);
+            }
+            super::run_tool(&mut cmd)
+        }
         Step::RemoveFile { path } => match std::fs::remove_file(path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 Err(e).with_context(|| format!("cannot remove {}", path.display()))
@@ -505,6 +525,33 @@ mod tests {
         std::fs::create_dir(&kept).unwrap();
         drop(lease);
         assert!(!copy.exists() && kept.exists());
+    }
+
+    #[test]
+    fn a_tool_step_gets_its_password_from_the_file_in_its_environment_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (password, out) = (dir.path().join("pw"), dir.path().join("out"));
+        std::fs::write(&password, "s3cret\n").unwrap();
+        std::fs::set_permissions(&password, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let step = Step::RunTool {
+            program: "sh".into(),
+            package: "dash".into(),
+            args: vec!["-c".into(), format!("printf '%s %s' \"$PGPASSWORD\" \"$PGHOST\" > {}", out.display())],
+            env: vec![("PGHOST".into(), "db".into())],
+            password: Some(("PGPASSWORD".into(), password)),
+        };
+        assert!(!serde_json::to_string(&step).unwrap().contains("s3cret"));
+        run(&step).unwrap();
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "s3cret db");
+        let failing = Step::RunTool {
+            program: "false".into(),
+            package: "coreutils".into(),
+            args: vec![],
+            env: vec![],
+            password: None,
+        };
+        assert!(run(&failing).is_err(), "a tool that fails fails the step, so its lease is kept");
     }
 
     /// A lease directory holding one dead process's lease that would delete `victim`.

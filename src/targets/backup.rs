@@ -14,6 +14,7 @@
 
 use super::mysql::MyConnInfo;
 use super::postgres::PgConnInfo;
+use super::Engine;
 use anyhow::{bail, Context, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -104,6 +105,40 @@ pub fn mariadb_dump(place: &BackupPlace, info: &MyConnInfo, db: &str, dest: &Pat
         .stdout(out);
     run(cmd, "mariadb-dump")?;
     sync(dest)
+}
+
+/// The database a client environment names ([`super::Database::client_env`]; on MariaDB
+/// `MYSQL_UNIX_PORT` reaches it by its socket), dumped as a replay restores it: pg_dump's custom format, or mariadb-dump's SQL with routines and
+/// triggers, in one transaction; dbvs's own table of build facts left out (a replay's
+/// build writes its own). `bin` holds the engine's client tools (else they are on PATH).
+pub fn logical(engine: Engine, env: &[(String, String)], bin: Option<&Path>, to: &Path) -> Result<()> {
+    let var = |k: &str| super::env_value(env, k);
+    let tool = |name: &str, package: &str| match bin {
+        Some(b) => Ok(b.join(name)),
+        None => crate::sys::require(name, package),
+    };
+    let mut c = match engine {
+        Engine::Mariadb => {
+            let mut c = Command::new(tool("mariadb-dump", "mariadb-client")?);
+            let db = var("MYSQL_DATABASE");
+            let meta = format!("--ignore-table={db}.{}", super::META_TABLE);
+            match var("MYSQL_UNIX_PORT") {
+                "" => c.arg("--protocol=TCP"),
+                socket => c.args(["--protocol=SOCKET", &format!("--socket={socket}")]),
+            };
+            c.args(["--single-transaction", "--routines", "--triggers", "--user", var("MYSQL_USER"), &meta]);
+            c.arg("--result-file").arg(to).arg(db);
+            c
+        }
+        _ => {
+            let mut c = Command::new(tool("pg_dump", "postgresql-client")?);
+            let meta = format!("--exclude-table={}", super::META_TABLE);
+            c.args(["--format=custom", "--no-owner", &meta, "--file"]).arg(to);
+            c
+        }
+    };
+    c.envs(env.iter().map(|(k, v)| (k, v)));
+    crate::sys::run_tool(&mut c)
 }
 
 /// `pg_basebackup` of the whole cluster into the new directory `dest`, as plain files with

@@ -134,6 +134,13 @@ const SOCKET_PATH_MAX: usize = 107;
 /// server takes them too, or the server would refuse the data directory.
 const AT_INSTALL: &[&str] = &["innodb_page_size", "lower_case_table_names"];
 
+/// The settings of a server on a private copy of a user's data directory
+/// ([`super::data_copy`]): no grant tables (it has no password of the user's to ask), so
+/// no network either, only the socket in the copy's own directory; and no replication.
+pub fn private_copy_settings() -> Vec<(String, String)> {
+    ["skip-grant-tables", "skip-networking", "skip-slave-start"].map(|k| (k.to_string(), "1".to_string())).into()
+}
+
 impl ManagedMaria {
     /// Installs the data directory if needed (its redo log under `log` when given) and
     /// starts the server.
@@ -281,9 +288,11 @@ impl ManagedMaria {
                 };
                 bail!("mariadbd exited at start ({status}; {likely}): {}", tail());
             }
-            // Ready when both listeners accept: TCP (runs) and the socket (administration).
+            // Ready when both listeners accept: TCP (runs) and the socket (administration);
+            // a server without networking (a private copy's) has the socket alone.
+            let networked = !self.settings.iter().any(|(k, _)| k == "skip-networking");
             if std::os::unix::net::UnixStream::connect(socket(data)).is_ok()
-                && std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+                && (!networked || std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok())
             {
                 *self.running.lock().unwrap_or_else(|p| p.into_inner()) = Some((child, data.to_path_buf()));
                 return Ok(());
@@ -410,6 +419,11 @@ impl ManagedMaria {
         let opts = mysql::OptsBuilder::new().user(Some("root")).socket(Some(socket(&data).display().to_string()));
         let mut c = mysql::Conn::new(opts).context("cannot reach the managed MariaDB over its socket")?;
         f(&mut c)
+    }
+
+    /// The running server's socket.
+    pub fn socket(&self) -> Option<PathBuf> {
+        self.serving().map(|data| socket(&data))
     }
 
     fn serving(&self) -> Option<PathBuf> {

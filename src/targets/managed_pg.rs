@@ -131,6 +131,83 @@ fn server_user() -> Result<Option<(u32, u32)>> {
     Ok(Some(unsafe { ((*pw).pw_uid, (*pw).pw_gid) }))
 }
 
+/// The major version of the PostgreSQL data directory `dir`, if dbvs can start a copy of it:
+/// 12 or newer (older ones recover by `recovery.conf`), with its server installed.
+pub fn data_dir_version(dir: &Path) -> Result<u32> {
+    let said = std::fs::read_to_string(dir.join("PG_VERSION"))
+        .map_err(|_| anyhow::anyhow!("{} is not a PostgreSQL data directory (it has no PG_VERSION)", dir.display()))?;
+    let version = said.trim().parse::<u32>().ok().filter(|v| *v >= 12).with_context(|| {
+        format!(
+            "{} is PostgreSQL {}'s: dbvs starts copies of PostgreSQL 12 and newer; give a dump (pg_dump) instead",
+            dir.display(),
+            said.trim()
+        )
+    })?;
+    find_bin(&Binaries::Version(version.to_string()))?;
+    Ok(version)
+}
+
+/// Makes a copy of a user's data directory fit to start privately ([`super::data_copy`]):
+/// no pid file, standby signal or tablespace map of the user's server (the copy holds its
+/// tablespaces), its own configuration (Debian keeps the user's in /etc; `ALTER SYSTEM`'s
+/// is dropped), all of it the server user's, and dbvs's superuser with a random password,
+/// which loopback asks for. Returns the settings that keep its server from archiving,
+/// replicating or loading the user's libraries, and the password.
+pub fn prepare_copy(copy: &Path, binaries: &Binaries) -> Result<(Vec<(String, String)>, String)> {
+    for leftover in ["postmaster.pid", "standby.signal", "recovery.signal", "tablespace_map"] {
+        let _ = std::fs::remove_file(copy.join(leftover));
+    }
+    let (hba, ident) = (copy.join("pg_hba.conf"), copy.join("pg_ident.conf"));
+    std::fs::write(&hba, format!("host all {SUPERUSER} 127.0.0.1/32 md5\n"))?;
+    std::fs::write(&ident, "")?;
+    std::fs::write(copy.join("postgresql.conf"), "# dbvs: a private copy, to dump a database from\n")?;
+    std::fs::write(copy.join("postgresql.auto.conf"), "")?;
+    let path = |p: &Path| p.display().to_string();
+    let settings: Vec<(String, String)> = [
+        ("hba_file", path(&hba)),
+        ("ident_file", path(&ident)),
+        ("archive_mode", "off".into()),
+        ("primary_conninfo", String::new()),
+        ("restore_command", String::new()),
+        ("ssl", "off".into()),
+    ]
+    .map(|(k, v)| (k.to_string(), v))
+    .into();
+    let run_as = server_user()?;
+    if let Some((uid, gid)) = run_as {
+        let mut chown = Command::new(crate::sys::require("chown", "coreutils")?);
+        chown.arg("-R").arg(format!("{uid}:{gid}")).arg(copy);
+        crate::sys::run_tool(&mut chown)?;
+    }
+    use rand::Rng;
+    let password: String = rand::rng().sample_iter(rand::distr::Alphanumeric).take(32).map(char::from).collect();
+    // A standalone backend is the bootstrap superuser, whatever the user named it.
+    let mut single = Command::new(bin_dir(binaries)?.join("postgres"));
+    single.arg("--single").arg("-D").arg(copy);
+    for (k, v) in &settings {
+        single.arg("-c").arg(format!("{k}={v}"));
+    }
+    if let Some((uid, gid)) = run_as {
+        single.uid(uid).gid(gid);
+    }
+    let role = format!("{SUPERUSER} SUPERUSER LOGIN PASSWORD '{password}'");
+    let sql = format!(
+        "DO $$BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = '{SUPERUSER}') THEN ALTER ROLE {role}; \
+         ELSE CREATE ROLE {role}; END IF; END$$;\n"
+    );
+    single.arg("template1").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut backend = single.spawn().context("cannot start PostgreSQL's standalone backend")?;
+    // Dropped after writing: the backend reads to the end of its input, then exits.
+    std::io::Write::write_all(&mut backend.stdin.take().context("the backend's input")?, sql.as_bytes())?;
+    let out = backend.wait_with_output()?;
+    let said = (String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr)).replace(&password, "***");
+    let error = said.lines().find(|l| l.contains("ERROR:") || l.contains("FATAL:") || l.contains("PANIC:"));
+    if !out.status.success() || error.is_some() {
+        bail!("PostgreSQL does not open the copy: {}", error.unwrap_or(said.lines().last().unwrap_or("")).trim());
+    }
+    Ok((settings, password))
+}
+
 /// Where a managed instance lives unless `--data-dir` says otherwise. As root the server
 /// runs as `postgres`, which cannot enter root's home, so the data goes under /var/lib.
 pub fn default_data_dir(binaries: &Binaries) -> Result<PathBuf> {

@@ -6,6 +6,7 @@
 //! that only becomes the pristine once complete, so an interrupted build never looks done.
 
 pub mod backup;
+pub mod data_copy;
 pub mod galera;
 pub mod managed_maria;
 pub mod managed_pg;

@@ -70,7 +70,7 @@ impl MyConnInfo {
 
     /// The variables MariaDB's clients read, for database `db` (the password too: the
     /// environment of a child, never its argv).
-    fn client_env(&self, db: &str) -> Vec<(String, String)> {
+    pub(crate) fn client_env(&self, db: &str) -> Vec<(String, String)> {
         let mut env = vec![
             ("DBVS_ENGINE".to_string(), "mariadb".to_string()),
             ("MYSQL_HOST".into(), self.host.clone()),

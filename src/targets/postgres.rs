@@ -58,7 +58,7 @@ impl PgConnInfo {
 
     /// libpq's variables for database `dbname` (the password too: the environment of a
     /// child, never its argv).
-    fn client_env(&self, dbname: &str) -> Vec<(String, String)> {
+    pub(crate) fn client_env(&self, dbname: &str) -> Vec<(String, String)> {
         let mut env = vec![
             ("DBVS_ENGINE".to_string(), "postgres".to_string()),
             ("PGHOST".into(), self.host.clone()),

@@ -64,6 +64,16 @@ fn a_captured_pgbench_run_replays_every_statement_to_the_same_rows_fast_and_on_s
     // pgbench's 180 transactions of 7 statements each, and its own few queries.
     assert!(statements >= 180 * 7, "{statements} statements in the log");
 
+    // The database as the window began, from the stopped server's data directory (as a
+    // user gives a copy of theirs, or a base backup): dumped from a private copy of it.
+    let hba = std::fs::read_to_string(data.join("pg_hba.conf")).unwrap();
+    let from_dir =
+        replay_from(&dir.path().join("data3"), &out, &data, &dir.path().join("dir.json"), &["--pacing", "fast"]);
+    assert_eq!(from_dir["metrics"]["replay"]["statements"].as_u64(), Some(statements as u64));
+    assert_eq!(from_dir["metrics"]["replay"]["failed"]["now_only"], 0, "{}", from_dir["metrics"]);
+    assert!(from_dir["metrics"]["rows"].as_str().unwrap().starts_with("all "), "{}", from_dir["metrics"]);
+    assert_eq!(std::fs::read_to_string(data.join("pg_hba.conf")).unwrap(), hba, "the user's directory is only read");
+
     let fast = replay(&data, &out, &dir.path().join("fast.json"), &["--pacing", "fast"]);
     let r = &fast["metrics"]["replay"];
     assert_eq!(r["statements"].as_u64(), Some(statements as u64), "{r}");
@@ -126,16 +136,25 @@ fn a_captured_sysbench_run_on_mariadb_replays_its_prepared_statements_to_the_sam
     // 40 transactions of 18 statements each.
     assert!(statements >= 40 * 18, "{statements} statements in the log");
 
-    let run = |name: &str, pacing: &[&str]| -> Value {
+    let run_on = |data: &str, dump: &Path, name: &str, pacing: &[&str]| -> Value {
         let json = dir.path().join(name);
-        let mut args = vec!["run", "--target", "managed-mariadb", "--data-dir", data_arg, "--workload", "replay"];
-        let (log, dump) = (out.join("capture.log"), out.join("dump.sql"));
+        let mut args = vec!["run", "--target", "managed-mariadb", "--data-dir", data, "--workload", "replay"];
+        let log = out.join("capture.log");
         args.extend(["--replay-log", log.to_str().unwrap(), "--dump", dump.to_str().unwrap()]);
         args.extend(pacing);
         args.extend(["--json", json.to_str().unwrap()]);
         ok(&args);
         serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
     };
+    let dump = out.join("dump.sql");
+    let run = |name: &str, pacing: &[&str]| run_on(data_arg, &dump, name, pacing);
+    // The database as the window began out of the stopped server's data directory (it holds
+    // the capture's pristine database alone), by a private copy.
+    let data2 = dir.path().join("data2");
+    let from_dir = run_on(data2.to_str().unwrap(), &data, "dir.json", &["--pacing", "fast"]);
+    assert_eq!(from_dir["metrics"]["replay"]["statements"].as_u64(), Some(statements as u64));
+    assert_eq!(from_dir["metrics"]["rows"], "all 2 tables have the rows they had at the end of the capture");
+
     let fast = run("fast.json", &["--pacing", "fast"]);
     let r = &fast["metrics"]["replay"];
     assert_eq!(r["statements"].as_u64(), Some(statements as u64), "{r}");
@@ -153,6 +172,43 @@ fn a_captured_sysbench_run_on_mariadb_replays_its_prepared_statements_to_the_sam
     assert_eq!(r["statements"].as_u64(), Some(statements as u64), "{r}");
     let elapsed = r["elapsed_s"].as_f64().unwrap();
     assert!(elapsed >= span / 2.0 - 0.01, "replayed in {elapsed} s a log of {span} s at speed 2");
+}
+
+/// A capture killed outright cannot set its server back itself: its watchdog does, by
+/// psql, before it stops the managed server (whose data directory, settings included, is
+/// kept for the next run).
+#[test]
+fn a_capture_killed_by_sigkill_leaves_no_logging_on() {
+    use std::io::BufRead;
+    let _share = share();
+    let dir = reachable_tempdir();
+    let (data, out) = (dir.path().join("data"), dir.path().join("capture"));
+    let (data_arg, out_arg) = (data.to_str().unwrap(), out.to_str().unwrap());
+    let args = ["capture", "--target", "managed-postgres", "--data-dir", data_arg, "--out", out_arg];
+    let traffic = ["--setup", "pgbench -i -s 1 -q", "--command", "sleep 300"];
+    let piped = std::process::Stdio::piped();
+    let mut child =
+        command().args(args).args(traffic).stdout(std::process::Stdio::null()).stderr(piped).spawn().unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = String::new();
+    while !seen.contains("capturing: set for the window") {
+        seen += &lines.next().expect("the capture opens its window").unwrap();
+    }
+    let auto = data.join("postgresql.auto.conf");
+    assert!(std::fs::read_to_string(&auto).unwrap().contains("log_statement = 'all'"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The watchdog's bound is generous for a loaded machine.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let left_on = || std::fs::read_to_string(&auto).unwrap().contains("log_statement");
+    while left_on() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(!left_on(), "the killed capture left its settings on:\n{}", std::fs::read_to_string(&auto).unwrap());
+    while data.join("postmaster.pid").exists() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(!data.join("postmaster.pid").exists(), "the watchdog stops the managed server too");
 }
 
 #[test]

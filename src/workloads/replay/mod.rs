@@ -126,9 +126,10 @@ pub struct Options {
     #[arg(long = "log-prefix", value_name = "PREFIX")]
     pub prefix: Option<String>,
     /// replay: the user's database as pg_dump wrote it (plain SQL or custom format) or
-    /// mariadb-dump (mysqldump) did, restored once as the pristine database every run
-    /// copies; without it, runs start from an empty database.
-    #[arg(long, value_name = "FILE")]
+    /// mariadb-dump (mysqldump) did, or a data directory (a stopped server's copy, or a
+    /// base backup) holding it; restored once as the pristine database every run copies;
+    /// without it, runs start from an empty database.
+    #[arg(long, value_name = "PATH")]
     pub dump: Option<PathBuf>,
     /// replay: as recorded, or as fast as possible.
     #[arg(long, value_enum)]
@@ -136,7 +137,8 @@ pub struct Options {
     /// replay: how many times faster than recorded the recorded pacing plays [default: 1].
     #[arg(long, value_name = "FACTOR")]
     pub speed: Option<f64>,
-    /// replay: only the sessions the log says connected to this database [default: all].
+    /// replay: only the sessions the log says connected to this database, and the database
+    /// a data directory given as dump holds [default: all sessions; the directory's only database].
     #[arg(long = "replay-database", value_name = "NAME")]
     pub database: Option<String>,
     /// replay: sessions open at once, at most; a log with more is refused [default: 90].
@@ -232,13 +234,31 @@ impl Replay {
         matches!(self.pacing, play::Pacing::Recorded { .. })
     }
 
-    /// A file's identity for the build: its path, size and modification time.
+    /// A file's identity for the build: its path, size and modification time; a data
+    /// directory's size is its files', its time the newest of theirs.
     fn identity_of(p: &Path) -> String {
-        let meta = std::fs::metadata(p).ok();
-        let size = meta.as_ref().map_or(0, |m| m.len());
-        let modified = meta.and_then(|m| m.modified().ok()).and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
-        format!("{} ({size} bytes, modified {})", p.display(), modified.map_or(0, |d| d.as_secs()))
+        let (size, modified) = size_and_newest(p);
+        format!("{} ({size} bytes, modified {modified})", p.display())
     }
+}
+
+/// The bytes in `p` (a file, or a directory's files), and the newest modification among
+/// them, in seconds since 1970. A symbolic link under a directory counts as itself (a link
+/// may loop).
+fn size_and_newest(p: &Path) -> (u64, u64) {
+    let Ok(meta) = std::fs::metadata(p) else { return (0, 0) };
+    tree_size_and_newest(p, meta)
+}
+
+fn tree_size_and_newest(p: &Path, meta: std::fs::Metadata) -> (u64, u64) {
+    let since = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+    let modified = since.map_or(0, |d| d.as_secs());
+    if !meta.is_dir() {
+        return (meta.len(), modified);
+    }
+    let entries = std::fs::read_dir(p).into_iter().flatten().flatten();
+    let each = entries.filter_map(|e| Some(tree_size_and_newest(&e.path(), std::fs::symlink_metadata(e.path()).ok()?)));
+    each.fold((0, modified), |(size, newest), (s, m)| (size + s, newest.max(m)))
 }
 
 struct ReplayWorker<'a> {
@@ -278,7 +298,10 @@ impl Workload for Replay {
 
     /// The dump the pristine database was restored from.
     fn build_identity(&self) -> BuildMeta {
-        let dump = self.dump.as_deref().map_or_else(|| "none (an empty database)".to_string(), Self::identity_of);
+        let mut dump = self.dump.as_deref().map_or_else(|| "none (an empty database)".to_string(), Self::identity_of);
+        if let (Some(true), Some(database)) = (self.dump.as_ref().map(|d| d.is_dir()), &self.database) {
+            dump += &format!(", database {database}");
+        }
         // Every build identity has a size (it names the database); a replay's is its dump's.
         let size = if self.dump.is_some() { "dump" } else { "empty" };
         BuildMeta::from([("workload".into(), "replay".into()), ("size".into(), size.into()), ("dump".into(), dump)])
@@ -291,7 +314,7 @@ impl Workload for Replay {
             bail!("replay: a {} log is {logged}'s and replays on {logged}; the target is {engine}", self.format.name());
         }
         if let Some(dump) = &self.dump {
-            restore::restore(dump, db, engine)?;
+            restore::restore(dump, db, engine, self.database.as_deref())?;
             // A dump of a database dbvs built holds its build facts: these are the replay's.
             crate::targets::sql::exec(
                 &mut db.connect()?,

@@ -1,7 +1,9 @@
 //! The pristine database of a replay: the user's own, restored once from their dump into
 //! the empty database a build gets, by the engine's own client (`psql` for a plain
 //! `pg_dump`, `pg_restore` for its custom format, `mariadb` for what `mariadb-dump` or
-//! `mysqldump` wrote). Each run then gets a fresh copy of it, as for every workload.
+//! `mysqldump` wrote), or from their data directory by way of a dump of a private copy
+//! ([`crate::targets::data_copy`]). Each run then gets a fresh copy of it, as for every
+//! workload.
 
 use crate::targets::{Database, Engine};
 use anyhow::{bail, Context, Result};
@@ -12,8 +14,22 @@ use std::process::{Command, Stdio};
 /// pg_dump's custom format starts with these bytes.
 const CUSTOM_FORMAT: &[u8] = b"PGDMP";
 
-/// Restores `dump` into `db`, an empty database on `engine`.
-pub fn restore(dump: &Path, db: &dyn Database, engine: Engine) -> Result<()> {
+/// Restores `dump` into `db`, an empty database on `engine`. A directory is a data
+/// directory (a stopped server's, or a base backup): its database `database` (or its only
+/// one) is dumped from a private copy first.
+pub fn restore(dump: &Path, db: &dyn Database, engine: Engine, database: Option<&str>) -> Result<()> {
+    if dump.is_dir() {
+        crate::targets::data_copy::dump(dump, engine, database, |file| {
+            restore_file(file, db, engine).with_context(|| {
+                format!("cannot restore the database taken out of the data directory {}", dump.display())
+            })
+        })?;
+        return Ok(());
+    }
+    restore_file(dump, db, engine)
+}
+
+fn restore_file(dump: &Path, db: &dyn Database, engine: Engine) -> Result<()> {
     let env = db.client_env()?;
     let var = |k: &str| crate::targets::env_value(&env, k);
     let mut cmd = match engine {

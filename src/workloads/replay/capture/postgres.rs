@@ -1,10 +1,12 @@
 //! A PostgreSQL server's window: it turns on logging every statement, connection and
-//! disconnection (`ALTER SYSTEM` and a reload, so no restart), waits while the traffic runs, sets every setting back as it was (on errors
-//! and Ctrl-C too), and copies the lines the window added to the server's log through SQL
-//! (`pg_read_binary_file`), so it works on a server on another host. Its own session's
-//! lines are left out.
+//! disconnection (`ALTER SYSTEM` and a reload, so no restart) while the traffic runs, sets
+//! every setting back as it was, and copies the lines the window added to the server's log
+//! through SQL (`pg_read_binary_file`), so it works on a server on another host. Its own
+//! session's lines are left out.
 
 use super::super::prefix::Prefix;
+use super::Reach;
+use crate::sys::lease::Step;
 use crate::targets::sql::{adhoc, exec};
 use crate::targets::Connection;
 use anyhow::{bail, Context, Result};
@@ -29,7 +31,7 @@ fn settings(prefix: &str) -> [(&'static str, String); 5] {
 /// How much of the log one read copies.
 const CHUNK: i64 = 8 << 20;
 
-/// A server's settings as they were, put back when dropped.
+/// A server's settings as they were, and the log's end when the window opened.
 pub struct Window<'a> {
     conn: &'a mut Connection,
     /// Each setting, and the value `postgresql.auto.conf` gave it before (`None`: it gave none).
@@ -39,11 +41,12 @@ pub struct Window<'a> {
     start: i64,
     /// This session's pid and session id (`%p`, `%c`): its own lines are left out.
     own: (String, String),
-    restored: bool,
+    /// The settings are the window's, not yet set back.
+    changed: bool,
 }
 
 impl<'a> Window<'a> {
-    /// Turns the logging on; the log's current end is where the capture starts.
+    /// Reads the settings the window changes, and where the server's stderr log is.
     pub fn open(conn: &'a mut Connection, prefix: &str) -> Result<Self> {
         let text = |conn: &mut Connection, sql: &str| -> Result<Option<String>> {
             let rows = adhoc(conn, sql)?;
@@ -63,7 +66,8 @@ impl<'a> Window<'a> {
         Self::open_on(conn, log, prefix)
     }
 
-    /// [`Window::open`] on a server whose stderr log is `log` (a managed server's own file).
+    /// [`Window::open`] on a server whose stderr log is `log` (a managed server's own file);
+    /// the log's current end is where the capture starts.
     pub fn open_on(conn: &'a mut Connection, log: PathBuf, prefix: &str) -> Result<Self> {
         Prefix::new(prefix).context("--log-prefix")?;
         let mut before = Vec::new();
@@ -84,62 +88,79 @@ impl<'a> Window<'a> {
         )?;
         let own = (own.text(0, 0)?.into_owned(), own.text(0, 1)?.into_owned());
         let start = file_size(conn, &log)?;
-        let mut w = Window { conn, before, log, prefix: prefix.to_string(), start, own, restored: false };
-        for (name, value) in settings(prefix) {
-            exec(w.conn, &format!("ALTER SYSTEM SET {name} = '{value}'")).with_context(|| {
+        Ok(Window { conn, before, log, prefix: prefix.to_string(), start, own, changed: false })
+    }
+
+    /// Turns the logging on.
+    pub fn start(&mut self) -> Result<()> {
+        for (name, value) in settings(&self.prefix) {
+            exec(self.conn, &format!("ALTER SYSTEM SET {name} = '{value}'")).with_context(|| {
                 format!("cannot set {name} (capture needs a superuser, to ALTER SYSTEM and read the log)")
             })?;
+            self.changed = true;
         }
-        w.reload()?;
-        Ok(w)
+        self.reload()
     }
 
     fn reload(&mut self) -> Result<()> {
-        adhoc(self.conn, "SELECT pg_reload_conf()")?;
+        adhoc(self.conn, RELOAD)?;
         // Every backend reads the new settings at its next statement; the server's own
         // processes within moments.
         std::thread::sleep(std::time::Duration::from_millis(300));
         Ok(())
     }
 
-    /// Sets everything back, and copies what the window added to the log into `out`;
-    /// returns the lines copied.
-    pub fn close(mut self, out: &Path) -> Result<u64> {
-        self.restore()?;
+    /// The statements that set every setting back (before a reload).
+    fn restore_sql(&self) -> Vec<String> {
+        self.before
+            .iter()
+            .map(|(name, value)| match value {
+                Some(v) => format!("ALTER SYSTEM SET {name} = '{}'", v.replace('\'', "''")),
+                None => format!("ALTER SYSTEM RESET {name}"),
+            })
+            .collect()
+    }
+
+    /// Sets every setting back, if the window changed them.
+    pub fn restore(&mut self) -> Result<()> {
+        if !self.changed {
+            return Ok(());
+        }
+        for sql in self.restore_sql() {
+            exec(self.conn, &sql)?;
+        }
+        self.reload()?;
+        self.changed = false;
+        Ok(())
+    }
+
+    /// The same as [`Window::restore`], by `psql` on a connection of its own (a lease's step).
+    pub fn restore_step(&self, reach: &Reach) -> Step {
+        // Never a password prompt (-w): no one may be there to answer.
+        let mut args: Vec<String> = ["-X", "-q", "-w", "-v", "ON_ERROR_STOP=1"].map(String::from).into();
+        for sql in self.restore_sql().into_iter().chain([RELOAD.to_string()]) {
+            args.extend(["-c".to_string(), sql]);
+        }
+        let mut step = reach.step("psql", "postgresql-client", args, "PGPASSWORD");
+        if let Step::RunTool { env, .. } = &mut step {
+            env.push(("PGCONNECT_TIMEOUT".into(), "10".into()));
+        }
+        step
+    }
+
+    /// Copies what the window added to the log into `out`; returns the lines copied.
+    pub fn copy(&mut self, out: &Path) -> Result<u64> {
         let end = file_size(self.conn, &self.log)?;
         copy_lines(self.conn, &self.log, (self.start, end), (&self.prefix, &self.own), out)
     }
 
-    fn restore(&mut self) -> Result<()> {
-        for (name, value) in std::mem::take(&mut self.before) {
-            let sql = match value {
-                Some(v) => format!("ALTER SYSTEM SET {name} = '{}'", v.replace('\'', "''")),
-                None => format!("ALTER SYSTEM RESET {name}"),
-            };
-            exec(self.conn, &sql)?;
-        }
-        self.restored = true;
-        self.reload()
-    }
-
-    /// What the window changed, for the user.
+    /// What the window changes, for the user.
     pub fn changes(&self) -> String {
         settings(&self.prefix).iter().map(|(n, v)| format!("{n} = '{v}'")).collect::<Vec<_>>().join(", ")
     }
 }
 
-impl Drop for Window<'_> {
-    fn drop(&mut self) {
-        if !self.restored {
-            if let Err(e) = self.restore() {
-                eprintln!(
-                    "warning: could not set the server's logging back ({e:#}): run ALTER SYSTEM RESET on {}",
-                    self.changes()
-                );
-            }
-        }
-    }
-}
+const RELOAD: &str = "SELECT pg_reload_conf()";
 
 fn file_size(conn: &mut Connection, log: &Path) -> Result<i64> {
     let sql = format!("SELECT size FROM pg_stat_file('{}')", log.display().to_string().replace('\'', "''"));
