@@ -261,7 +261,14 @@ impl ManagedMaria {
         // The server inherits a study variant's resource limits.
         self.place.on_spawn(&mut c)?;
         // A socket file left by a server that did not shut down cleanly would pass for ready.
-        let _ = std::fs::remove_file(socket(data));
+        let sock = socket(data);
+        let _ = std::fs::remove_file(&sock);
+        if !sock.starts_with(data) {
+            // In /tmp (a long data directory's): removed after the server stops, killed or not.
+            let mut lease = self.lease.lock().unwrap_or_else(|p| p.into_inner());
+            lease.forget(|s| matches!(s, Step::RemoveFile { path } if *path == sock))?;
+            lease.push_last_undone(Step::RemoveFile { path: sock })?;
+        }
         // The server inherits dbvs's environment, AES-NI masking included.
         let mut child = c
             .stdin(Stdio::null())

@@ -256,6 +256,36 @@ mod alone {
         assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
     }
 
+    /// A run on a managed MariaDB whose data directory is too deep for a socket beside it
+    /// (its socket goes to /tmp), its server and then itself killed with SIGKILL (as the
+    /// kernel's OOM killer might): the server cannot remove its socket, the watchdog does.
+    #[test]
+    fn a_killed_run_leaves_no_managed_mariadb_socket_in_tmp() {
+        let _turn = turn();
+        let dir = reachable_tempdir();
+        let data = dir.path().join("a-data-directory-deep-enough-that-its-socket-would-pass-the-kernels-107-bytes");
+        let sockets = || -> Vec<PathBuf> {
+            let all = std::fs::read_dir("/tmp").unwrap().flatten().map(|e| e.path());
+            all.filter(|p| p.to_str().is_some_and(|p| p.starts_with("/tmp/dbvs-mariadb-"))).collect()
+        };
+        let before = sockets();
+        let log = dir.path().join("log");
+        let args = ["run", "--target", "managed-mariadb", "--data-dir", data.to_str().unwrap(), "--size", "1MB"];
+        let mut child =
+            spawn(dir.path(), &[&args[..], &["--duration", "60s", "--warmup", "1s", "--no-store"]].concat(), &log);
+        wait_for(120, "the run to start measuring", || log_has(&log, "Stats reset") || log_has(&log, "et="));
+        let ours: Vec<PathBuf> = sockets().into_iter().filter(|s| !before.contains(s)).collect();
+        assert_eq!(ours.len(), 1, "the server's socket is in /tmp: {ours:?}");
+        for server in processes_mentioning(data.to_str().unwrap()).iter().filter(|p| p.contains("mariadbd")) {
+            let pid: i32 = server.split_whitespace().next().unwrap().parse().unwrap();
+            assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        wait_for(30, "the watchdog to remove the killed server's socket", || !ours[0].exists());
+        assert!(processes_mentioning(data.to_str().unwrap()).is_empty());
+    }
+
     /// Two runs on one managed data directory: the second is refused, naming the first; the
     /// first is unharmed.
     #[test]
