@@ -104,7 +104,7 @@ impl<'a> Window<'a> {
             "-e".into(),
             self.restore_sql().join("; "),
         ];
-        reach.step("mariadb", "mariadb-client", args.into(), "MYSQL_PWD")
+        reach.step("mariadb", "mariadb-client", args.into(), "MYSQL_PWD", &[])
     }
 
     /// Writes the window's rows of the log into `out`; returns the lines written.

@@ -34,13 +34,22 @@ impl Reach {
         Ok(Reach { env: env.iter().filter(|(k, _)| !secret(k)).cloned().collect(), password_file })
     }
 
-    /// A lease's step that runs `program` with `args` against the server.
-    fn step(&self, program: &str, package: &str, args: Vec<String>, password_var: &str) -> Step {
+    /// A lease's step that runs `program` with `args` against the server, `more_env` beside
+    /// the client's variables.
+    fn step(
+        &self,
+        program: &str,
+        package: &str,
+        args: Vec<String>,
+        password_var: &str,
+        more_env: &[(&str, &str)],
+    ) -> Step {
+        let more = more_env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
         Step::RunTool {
             program: program.into(),
             package: package.into(),
             args,
-            env: self.env.clone(),
+            env: self.env.iter().cloned().chain(more).collect(),
             password: self.password_file.clone().map(|f| (password_var.to_string(), f)),
         }
     }
@@ -132,7 +141,7 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .into();
         let reach = Reach::new(&env, Some("/secrets/pw".into())).unwrap();
-        let step = reach.step("psql", "postgresql-client", vec!["-c".into(), "SELECT 1".into()], "PGPASSWORD");
+        let step = reach.step("psql", "postgresql-client", vec!["-c".into(), "SELECT 1".into()], "PGPASSWORD", &[]);
         let written = serde_json::to_string(&step).unwrap();
         assert!(!written.contains("hunter2"), "{written}");
         assert!(written.contains("PGHOST") && written.contains("/secrets/pw"), "{written}");

@@ -141,11 +141,7 @@ impl<'a> Window<'a> {
         for sql in self.restore_sql().into_iter().chain([RELOAD.to_string()]) {
             args.extend(["-c".to_string(), sql]);
         }
-        let mut step = reach.step("psql", "postgresql-client", args, "PGPASSWORD");
-        if let Step::RunTool { env, .. } = &mut step {
-            env.push(("PGCONNECT_TIMEOUT".into(), "10".into()));
-        }
-        step
+        reach.step("psql", "postgresql-client", args, "PGPASSWORD", &[("PGCONNECT_TIMEOUT", "10")])
     }
 
     /// Copies what the window added to the log into `out`; returns the lines copied.
