@@ -206,7 +206,7 @@ pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::Capaci
         clients: file.clients.as_ref(),
     };
     let headline = file.workload.args(file.seed).driven()?.headline(None).name;
-    let started = std::time::Instant::now();
+    let (started, started_at) = (std::time::Instant::now(), crate::study::now());
     let mut outcomes = Vec::new();
     for (i, c) in file.configurations.iter().enumerate() {
         let mut probes = Vec::new();
@@ -258,6 +258,9 @@ pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::Capaci
         search: format!("{}, up to {}", file.search.describe(), file.search.max_instances),
         outcomes,
         wall_s: started.elapsed().as_secs_f64(),
+        started_at,
+        finished_at: crate::study::now(),
+        env: Some(crate::host::Env::new(Default::default())),
         file: text.to_string(),
         ladder: match file.ladder {
             true => crate::study::ladder::changes(&file.configurations.iter().collect::<Vec<_>>()),

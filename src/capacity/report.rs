@@ -21,6 +21,14 @@ pub struct CapacityReport {
     pub search: String,
     pub outcomes: Vec<Outcome>,
     pub wall_s: f64,
+    /// When the search ran (RFC 3339) and on what machine, with which dbvs: what a figure
+    /// taken from the report into the docs must say (`scripts/results-docs`).
+    #[serde(default)]
+    pub started_at: String,
+    #[serde(default)]
+    pub finished_at: String,
+    #[serde(default)]
+    pub env: Option<crate::host::Env>,
     pub file: String,
     /// An upgrade ladder's steps after the first, each with what it changes from the step
     /// before (`layer: its value`); empty unless the file is a ladder.
@@ -186,11 +194,13 @@ impl CapacityReport {
 
     pub fn markdown(&self) -> String {
         let mut o = format!(
-            "# Capacity: {}\n\n- SLA: {}\n- search: {}\n- search took {:.0} s\n",
+            "# Capacity: {}\n\n- SLA: {}\n- search: {}\n- search took {:.0} s ({} to {})\n",
             self.name,
             self.sla_line(),
             self.search,
-            self.wall_s
+            self.wall_s,
+            self.started_at,
+            self.finished_at
         );
         for t in [self.summary(), self.probes()] {
             markdown::table(&mut o, &t);
@@ -323,6 +333,9 @@ mod tests {
                 outcome("broken", Err(anyhow::anyhow!("gocryptfs not found")), vec![], 16),
             ],
             wall_s: 12.0,
+            started_at: "2026-11-29T07:00:00Z".into(),
+            finished_at: "2026-11-29T07:00:12Z".into(),
+            env: None,
             file: "name = \"ladder\" # <x>".into(),
             ladder: vec![],
         }

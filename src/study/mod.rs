@@ -683,7 +683,7 @@ fn default_out(name: &str, id: i64) -> PathBuf {
     PathBuf::from(format!("results/{}-{id}", slug(name)))
 }
 
-fn now() -> String {
+pub(crate) fn now() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
@@ -721,5 +721,42 @@ mod tests {
         assert!(!enough(10, 6, &[]));
         assert!(!enough(11, 12, &narrow));
         assert!(enough(12, 12, &narrow));
+    }
+
+    /// Simulated studies of a change of twice the verdict's threshold (2%, per-block noise
+    /// of 1.2%, what the in-cache checks measure), each stopping as a study does: from ten
+    /// blocks on, once its interval reaches the target. At the default target (half the
+    /// threshold) nearly all call it; at a target as wide as the threshold, far fewer do.
+    #[test]
+    fn the_default_target_calls_a_change_of_twice_the_threshold_nineteen_times_in_twenty() {
+        use rand::{Rng, SeedableRng};
+        let text = "name = \"t\"\n[workload]\nname = \"ds2\"\n[[variants]]\nname = \"a\"\n[[variants]]\nname = \"b\"\n";
+        let study = super::StudyFile::parse("t.toml", text).unwrap();
+        let rules = study.verdict;
+        let called = |target: f64| {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+            let mut normal = move || {
+                let (u, v): (f64, f64) = (rng.random_range(f64::EPSILON..1.0), rng.random());
+                (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+            };
+            let studies = 200;
+            let slower = (0..studies).filter(|_| {
+                let mut variant = vec![];
+                let est = loop {
+                    variant.push((0.012 * normal()).exp() / 1.02);
+                    if variant.len() < super::FEWEST_TO_STOP_ON_WIDTH {
+                        continue;
+                    }
+                    let est = crate::stats::paired_ratio(&vec![1.0; variant.len()], &variant, 1, rules.confidence);
+                    if est.relative_half_width() <= target || variant.len() == study.blocks.max {
+                        break est;
+                    }
+                };
+                matches!(crate::stats::verdict(&est, true, &rules), crate::stats::Verdict::Slower { .. })
+            });
+            slower.count() as f64 / studies as f64
+        };
+        let (at_default, at_threshold) = (called(study.ci_target()), called(rules.threshold));
+        assert!(at_default >= 0.95 && at_threshold < 0.8, "called at +-0.5%: {at_default}; at +-1%: {at_threshold}");
     }
 }

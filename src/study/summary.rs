@@ -409,7 +409,7 @@ pub(super) fn build(i: Inputs) -> StudyReport {
         metric: if i.measures.len() > 1 { key.clone() } else { headline.measure.name.clone() },
         higher_is_better: headline.measure.higher_is_better,
         baseline: base.cfg.name.clone(),
-        ci_target: i.study.ci_target,
+        ci_target: i.study.ci_target(),
         ci_targets: i.study.ci_targets.clone(),
         rules: i.study.verdict,
         blocks_completed: values(base, &key).iter().filter(|v| v.is_some()).count(),

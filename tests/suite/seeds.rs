@@ -97,8 +97,10 @@ fn seed_004_the_upgrade_ladder_as_a_capacity_search() {
     // The search is a measured figure, but the test checks the report's shape only.
     let _share = share();
     let (md, out) = quick("capacity", "seed-004.toml", "capacity.md");
-    has(&md, &["old: one core", "new: whole machine", "search: 1 instance at a time, up to 4"]);
-    // A ladder: the second rung says what it changed from the first.
+    let rungs = ["old: one core, slow disk", "new CPU: whole machine", "new storage: caps lifted"];
+    has(&md, &rungs);
+    has(&md, &["search: 1 instance at a time, up to 4"]);
+    // A ladder: each rung says what it changed from the one before (the CPU, then the disk).
     has(&md, &["| changes from the step before |", "| limits: none |"]);
     // Each instance's companion (the seed's mail VM) is held to its own latency.
     has(&md, &["every companion's p95 <= 100 ms", "| companion p95 ms |"]);

@@ -27,11 +27,20 @@ fn load(text: &str) -> Result<StudyFile> {
 #[test]
 fn a_good_file_loads_with_defaults() {
     let f = load(GOOD).unwrap();
-    assert_eq!((f.budget, f.blocks.min, f.ci_target), (Duration::from_secs(120), 6, 0.01));
-    let tight = load(&GOOD.replace("budget = \"2m\"", "budget = \"2m\"\nci_targets = { enc = 0.005 }")).unwrap();
-    assert_eq!((tight.targets().of("enc", None), tight.targets().of("other", Some("plain"))), (0.005, 0.01));
+    assert_eq!((f.budget, f.blocks.min, f.ci_target()), (Duration::from_secs(120), 6, 0.005));
+    let tight = load(&GOOD.replace("budget = \"2m\"", "budget = \"2m\"\nci_targets = { enc = 0.002 }")).unwrap();
+    assert_eq!((tight.targets().of("enc", None), tight.targets().of("other", Some("plain"))), (0.002, 0.005));
     let Options::Ds2(mix) = &f.workloads[0].options else { panic!("{:?}", f.workloads[0].options) };
     assert_eq!((mix.pct_newcustomers, mix.n_line_items), (5, 5));
+}
+
+#[test]
+fn the_target_is_half_the_verdict_s_threshold_unless_the_file_names_one() {
+    let with = |keys: &str| load(&GOOD.replace("budget = \"2m\"", &format!("budget = \"2m\"\n{keys}"))).unwrap();
+    assert_eq!(with("verdict = { threshold = 0.02 }").ci_target(), 0.01);
+    assert_eq!(with("verdict = { threshold = 0.0 }").ci_target(), 0.005, "significance alone: half the default");
+    assert_eq!(with("ci_target = 0.01\nverdict = { threshold = 0.02 }").ci_target(), 0.01);
+    assert_eq!(load(GOOD).unwrap().blocks.max, 200);
 }
 
 #[test]
