@@ -2,6 +2,7 @@
 //! samples. Each run is committed in its own transaction the moment it ends (WAL, full
 //! sync), so a study killed with -9 loses nothing it had finished.
 
+use crate::cipher::table::AesTable;
 use crate::record::RunRecord;
 use crate::status::Status;
 use anyhow::{Context, Result};
@@ -129,13 +130,15 @@ impl Store {
         if !exists {
             tx.execute_batch(SCHEMA).context("cannot set up the results store")?;
         }
-        // Stores from before studies recorded their process.
-        let has_owner: bool =
-            tx.query_row("SELECT count(*) > 0 FROM pragma_table_info('studies') WHERE name = 'owner'", [], |r| {
-                r.get(0)
-            })?;
-        if !has_owner {
-            tx.execute_batch("ALTER TABLE studies ADD COLUMN owner TEXT")?;
+        // Stores from before studies recorded their process, and their AES table.
+        for column in ["owner", "aes_table_json"] {
+            let has: bool =
+                tx.query_row("SELECT count(*) > 0 FROM pragma_table_info('studies') WHERE name = ?1", [column], |r| {
+                    r.get(0)
+                })?;
+            if !has {
+                tx.execute_batch(&format!("ALTER TABLE studies ADD COLUMN {column} TEXT"))?;
+            }
         }
         tx.commit()?;
         let store = Self { conn, path: path.to_path_buf() };
@@ -178,6 +181,21 @@ impl Store {
             params![id, now(), status, cause, report_json],
         )?;
         Ok(())
+    }
+
+    /// Keeps the AES table study `id` measured before its blocks, so that resuming it or
+    /// reporting its stored blocks has the table without measuring it again.
+    pub fn keep_aes_table(&self, id: i64, table: &AesTable) -> Result<()> {
+        let json = serde_json::to_string(table)?;
+        self.conn.execute("UPDATE studies SET aes_table_json = ?2 WHERE id = ?1", params![id, json])?;
+        Ok(())
+    }
+
+    /// The AES table study `id` kept, if it measured one.
+    pub fn aes_table(&self, id: i64) -> Result<Option<AesTable>> {
+        let json: Option<String> =
+            self.conn.query_row("SELECT aes_table_json FROM studies WHERE id = ?1", [id], |r| r.get(0))?;
+        json.map(|j| serde_json::from_str(&j).context("the stored AES table is not readable")).transpose()
     }
 
     /// Stores a finished run's record (completed, interrupted or failed) with its headline,
@@ -391,6 +409,11 @@ mod tests {
         let r = store.run(run).unwrap();
         assert_eq!((r.status, r.cause.as_deref()), (Status::Failed, Some("boom")));
         assert!(store.study(99).unwrap_err().to_string().contains("no study 99"));
+        assert!(store.aes_table(id).unwrap().is_none());
+        let table =
+            AesTable { openssl: "OpenSSL 3".into(), threads: 2, runs: 1, series: vec![], skipped_sizes: vec![] };
+        store.keep_aes_table(id, &table).unwrap();
+        assert_eq!(store.aes_table(id).unwrap().map(|t| t.openssl).as_deref(), Some("OpenSSL 3"));
         // A second handle sees everything: each write was committed on its own.
         let again = Store::open(&dir.path().join("sub/results.db")).unwrap();
         assert_eq!(again.studies().unwrap().len(), 1);

@@ -21,6 +21,7 @@ mod resume;
 mod summary;
 mod text;
 
+use crate::cipher::table::AesTable;
 use crate::driver::RunStatus;
 use crate::interrupt;
 use crate::record::CanaryResult;
@@ -137,7 +138,7 @@ fn run_blocks(
         Some(_) => study.workloads.clone(),
         None => calibrate(&ctx, &active[0], &study.workloads)?,
     };
-    let aes_table = study.aes_table.as_ref().filter(|_| report_only.is_none()).map(aes_table).transpose()?;
+    let aes_table = aes_table_of(study, store, id, report_only.is_none())?;
     let (plan, suites, all_measures) = plan(study, workloads)?;
     let (rows, first) = resume::preload(&mut active, &plan.per_workload.concat(), stored);
     fill_suites(&mut active, &suites);
@@ -212,9 +213,26 @@ fn run_blocks(
     Ok(Outcome { report, out_dir, report_only: report_only.is_some() })
 }
 
+/// The study's AES table: the one it kept (a resumed study, or its stored blocks
+/// reported), else measured now and kept at once, so an interrupted study does not lose
+/// it; `None` when the file asks for none, or when nothing may run and none was kept.
+fn aes_table_of(study: &StudyFile, store: &Store, id: i64, may_measure: bool) -> Result<Option<AesTable>> {
+    let Some(config) = &study.aes_table else { return Ok(None) };
+    if let Some(kept) = store.aes_table(id)? {
+        eprintln!("AES table: the one study {id} measured before its first block");
+        return Ok(Some(kept));
+    }
+    if !may_measure {
+        return Ok(None);
+    }
+    let table = aes_table(config)?;
+    store.keep_aes_table(id, &table)?;
+    Ok(Some(table))
+}
+
 /// Seed 000's AES table, measured before the blocks with the machine otherwise quiet: in
 /// memory, one thread per core, AES-NI on and off.
-fn aes_table(t: &file::AesTableConfig) -> Result<crate::cipher::table::AesTable> {
+fn aes_table(t: &file::AesTableConfig) -> Result<AesTable> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let on_and_off = crate::cipher::table::Settings { on: true, off: true };
     let table = crate::cipher::table::measure(&t.ciphers, &t.sizes()?, threads, t.runs, on_and_off)?;

@@ -305,13 +305,15 @@ mod alone {
 
     /// A study killed between blocks is marked aborted by the next start, and `--resume` takes
     /// it up from its first incomplete block; the report counts every block once. It ran its
-    /// quick form, and resumes in it without being told `--quick` again.
+    /// quick form, and resumes in it without being told `--quick` again. The AES table it
+    /// measured before its first block survives the kill: the report-only resume and the
+    /// resumed study show that one, not a new measurement.
     #[test]
     fn a_killed_study_is_aborted_then_resumed_from_its_first_incomplete_block() {
         let _turn = turn();
         let dir = reachable_tempdir();
         let (study, out, log) = (dir.path().join("s.toml"), dir.path().join("out"), dir.path().join("log"));
-        let body = "name = \"r\"\nblocks = { min = 9, max = 9 }\n[quick]\nblocks = { min = 4, max = 4 }\n[workload]\nname = \"ds2\"\nsize = \"1MB\"\n\
+        let body = "name = \"r\"\nblocks = { min = 9, max = 9 }\naes_table = { sizes = [\"100KB\"], runs = 1 }\n[quick]\nblocks = { min = 4, max = 4 }\n[workload]\nname = \"ds2\"\nsize = \"1MB\"\n\
                     duration = \"1s\"\nwarmup = \"0.2s\"\n[[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
                     [[variants]]\nname = \"slow\"\nkind = \"delay\"\nper_transaction = \"1ms\"\n";
         std::fs::write(&study, body).unwrap();
@@ -347,6 +349,8 @@ mod alone {
         let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
         assert_eq!((r["status"].as_str(), r["blocks_completed"].as_u64()), (Some("aborted"), Some(2)), "{r}");
         assert!(r["stop_reason"].as_str().unwrap().contains("report only"), "{}", r["stop_reason"]);
+        let kept_table = r["aes_table"].clone();
+        assert!(kept_table["series"].as_array().is_some_and(|s| !s.is_empty()), "the AES table was lost: {r}");
         assert_eq!(runs_stored(), stored_before, "a report-only resume stores no run");
         assert_eq!(files_in(&out.join("runs")), files_before, "no run at all");
         let resumed = spawn_with_store(&["study", s, "--out", o, "--resume", id]).output().unwrap();
@@ -355,6 +359,8 @@ mod alone {
         let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
         assert_eq!(r["status"], "completed", "{}", r["cause"]);
         assert_eq!(r["blocks_completed"], 4);
+        assert!(stderr(&resumed).contains("AES table: the one study 1 measured"), "{}", stderr(&resumed));
+        assert_eq!(r["aes_table"], kept_table, "the resumed study measured its AES table again");
         let runs = r["runs"].as_array().unwrap();
         for b in 0..4 {
             for v in ["plain", "slow"] {
