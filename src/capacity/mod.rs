@@ -208,6 +208,8 @@ pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::Capaci
     let headline = file.workload.args(file.seed).driven()?.headline(None).name;
     let (started, started_at) = (std::time::Instant::now(), crate::study::now());
     let mut outcomes = Vec::new();
+    // The engines' versions as the runs recorded them, for the report's machine record.
+    let mut engine_versions = std::collections::BTreeMap::new();
     for (i, c) in file.configurations.iter().enumerate() {
         let mut probes = Vec::new();
         let result = launch::prepare(&ctx, c, &work.path().join(format!("c{i}")), std::slice::from_ref(&file.workload))
@@ -223,7 +225,10 @@ pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::Capaci
                             None => launch::run(&ctx, c, &prepared, &w, &tag, false),
                         };
                         let probe = match run {
-                            Ok(record) => judge(&record, &file.sla, n),
+                            Ok(record) => {
+                                engine_versions.extend(record.env.iter().flat_map(|e| e.engine_versions.clone()));
+                                judge(&record, &file.sla, n)
+                            }
                             Err(e) if crate::interrupt::interrupted() => return Err(e),
                             Err(e) => Probe { instances: n, reason: Some(format!("{e:#}")), ..Probe::default() },
                         };
@@ -260,7 +265,7 @@ pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::Capaci
         wall_s: started.elapsed().as_secs_f64(),
         started_at,
         finished_at: crate::study::now(),
-        env: Some(crate::host::Env::new(Default::default())),
+        env: Some(crate::host::Env::new(engine_versions)),
         file: text.to_string(),
         ladder: match file.ladder {
             true => crate::study::ladder::changes(&file.configurations.iter().collect::<Vec<_>>()),

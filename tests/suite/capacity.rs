@@ -168,6 +168,9 @@ mod alone {
         let probes = r["outcomes"][1]["probes"].as_array().unwrap();
         assert_eq!(probes[0]["instances"], 1);
         assert!(probes.iter().all(|p| p["instances"].as_u64().unwrap() <= 4));
+        // When and on what it ran, the engine's version as its runs recorded it included.
+        assert!(r["started_at"].is_string() && r["finished_at"].is_string(), "{r}");
+        assert!(r["env"]["engine_versions"]["sqlite"].is_string(), "{}", r["env"]);
         let html = std::fs::read_to_string(out.join("capacity.html")).unwrap();
         assert!(html.contains("<svg") && html.contains("max instances"), "{html}");
         assert!(stdout(&o).contains("machine") && stdout(&o).contains("instances"), "{}", stdout(&o));
