@@ -249,8 +249,8 @@ impl Target for MyTarget {
     fn versions(&self) -> Result<BTreeMap<String, String>> {
         let v: Option<String> = self.info.connect(None)?.query_first("SELECT VERSION()")?;
         // Which client ran matters to a reader comparing with another tool's figures.
-        let client = "dbvs's binary-protocol client, column definitions cached; a run of one deferred write \
-                      in one bulk execution, except on Galera";
+        let client = "dbvs's binary-protocol client, column definitions cached; writes whose counts are not \
+                      read pipelined with the next statement, a run of one in one bulk execution except on Galera";
         Ok(BTreeMap::from([
             ("mariadb".to_string(), v.unwrap_or_default()),
             ("mariadb client".to_string(), client.to_string()),

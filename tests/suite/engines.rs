@@ -202,7 +202,7 @@ fn oltp(engine: Engine) {
     assert!(out.contains("check ok") && !out.contains("FAILED"), "{out}");
 }
 
-/// Writes deferred through the seam ([`sql::Tx::defer`], pipelined on PostgreSQL) run in
+/// Writes deferred through the seam ([`sql::Tx::defer`], pipelined on the servers) run in
 /// the order written and inside their transaction: a later read sees them, a failing one
 /// fails the transaction at the next statement and nothing of it stays, a rollback drops
 /// them, and the session goes on afterwards.
@@ -231,6 +231,14 @@ fn deferred(engine: Engine) {
     });
     assert!(failed.is_err(), "the duplicate fails the transaction");
     assert_eq!(balance(&mut session), 0, "the update before the duplicate was rolled back");
+    // A write that follows a failed one in the same pipeline does not stay either.
+    let failed = session.transaction(false, &mut rec, &mut |tx| {
+        tx.defer(insert, &[Int(1)])?;
+        tx.execute(add, &[Int(9), Int(1)])?;
+        Ok(Outcome::Committed)
+    });
+    assert!(failed.is_err(), "the duplicate fails the transaction");
+    assert_eq!(balance(&mut session), 0, "the write after the duplicate was rolled back");
 
     let mut seen = 0;
     let done = session.transaction(false, &mut rec, &mut |tx| {

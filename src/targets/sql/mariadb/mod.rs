@@ -76,15 +76,15 @@ struct MariaTx<'a> {
 }
 
 impl MariaTx<'_> {
-    /// Sends the deferred writes, in order. The protocol has no pipeline, but a run of the
-    /// same statement (a New-Order's stock updates) goes as one bulk execution
-    /// (COM_STMT_BULK_EXECUTE): one round trip for the run (not on Galera, see [`Wire`]).
-    fn flush(&mut self) -> Result<(), DbError> {
+    /// Queues the deferred writes, in order, to leave with the next statement: a run of the
+    /// same statement (a New-Order's stock updates) as one bulk execution
+    /// (COM_STMT_BULK_EXECUTE; not on Galera, see [`Wire`]).
+    fn queue_deferred(&mut self) -> Result<(), DbError> {
         let deferred = std::mem::take(&mut self.deferred);
         for run in deferred.chunk_by(|a, b| a.0 == b.0) {
             let args: Vec<Vec<Arg>> = run.iter().map(|(_, vals)| vals.iter().map(arg).collect()).collect();
             let batch: Vec<&[Arg]> = args.iter().map(Vec::as_slice).collect();
-            self.w.execute_batch(&mut self.st[run[0].0], &batch)?;
+            self.w.queue_batch(&self.st[run[0].0], &batch)?;
         }
         Ok(())
     }
@@ -92,12 +92,12 @@ impl MariaTx<'_> {
 
 impl Tx for MariaTx<'_> {
     fn query(&mut self, q: Q, args: &[Arg]) -> Result<Rows, DbError> {
-        self.flush()?;
+        self.queue_deferred()?;
         Ok(self.w.rows(&mut self.st[q], args)?)
     }
 
     fn execute(&mut self, q: Q, args: &[Arg]) -> Result<u64, DbError> {
-        self.flush()?;
+        self.queue_deferred()?;
         Ok(self.w.execute(&mut self.st[q], args, None)?)
     }
 
@@ -116,6 +116,11 @@ impl Session for MariaSession {
         Ok(self.w.rows(&mut self.st[q], args)?)
     }
 
+    /// The transaction opens by `autocommit = 0`, which travels with its first statement,
+    /// not by a round trip of its own. It also keeps pipelined writes safe: when one fails
+    /// with a deadlock, InnoDB rolls the transaction back, and the statements queued after
+    /// it (already on their way) open a new one instead of committing one by one; the
+    /// ROLLBACK below discards that. A COMMIT never leaves before every write's answer.
     fn transaction(
         &mut self,
         _read_only: bool,
@@ -124,21 +129,24 @@ impl Session for MariaSession {
     ) -> Result<Outcome> {
         let (w, st) = (&mut self.w, &mut self.st);
         restarting(rec, DbError::conflict, || {
-            w.query("START TRANSACTION")?;
+            w.queue_query("SET autocommit = 0");
             let mut work = MariaTx { w: &mut *w, st: &mut st[..], deferred: Vec::new() };
             let done = body(&mut work).and_then(|outcome| {
                 match outcome {
                     Outcome::Committed => {
-                        work.flush()?;
-                        work.w.query("COMMIT")?
+                        work.queue_deferred()?;
+                        work.w.sync()?;
+                        work.w.queue_query("COMMIT");
                     }
-                    Outcome::RolledBack => work.w.query("ROLLBACK")?,
+                    Outcome::RolledBack => work.w.queue_query("ROLLBACK"),
                 };
+                work.w.query("SET autocommit = 1")?;
                 Ok(outcome)
             });
             if done.is_err() {
                 // The server may have rolled back already (a deadlock does); this makes sure.
-                let _ = w.query("ROLLBACK");
+                w.queue_query("ROLLBACK");
+                let _ = w.query("SET autocommit = 1");
             }
             done
         })

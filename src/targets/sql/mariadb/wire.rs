@@ -8,6 +8,11 @@
 //! straight into [`Rows`]; and the server sends column definitions only when they change
 //! (MariaDB's metadata cache, 10.6 and later). The handshake's packets come from
 //! `mysql_common`, the crate's own protocol library.
+//!
+//! Commands can be queued ([`Wire::queue_query`], [`Wire::queue_batch`]): they leave with
+//! the next command that waits for its answer, in the same write, and the server answers
+//! them in order (it reads one command after another from the socket), so a transaction's
+//! writes whose counts are not read cost no round trip of their own.
 
 use super::codec::{arg_type, decode_row, is_end, ok, protocol, put_arg, server_error, Col, Cursor, MAX_PAYLOAD};
 use crate::targets::sql::{Arg, Rows, Val};
@@ -80,7 +85,12 @@ pub struct Wire {
     end: usize,
     /// A packet that spans several frames (16 MB or more), joined.
     joined: Vec<u8>,
+    /// Packets to send: the queued commands' and the one being written.
     out: Vec<u8>,
+    /// Where the packet being written starts in `out`.
+    packet_at: usize,
+    /// Commands sent or queued whose answers are still to be read, in order.
+    owed: usize,
     seq: u8,
     cache_metadata: bool,
     bulk: bool,
@@ -100,6 +110,8 @@ impl Wire {
             end: 0,
             joined: Vec::new(),
             out: Vec::with_capacity(4096),
+            packet_at: 0,
+            owed: 0,
             seq: 0,
             cache_metadata: false,
             bulk: false,
@@ -165,7 +177,8 @@ impl Wire {
         .with_mariadb_ext_capabilities(ext);
         self.begin();
         response.serialize(&mut self.out);
-        self.send_frames()?;
+        self.seal();
+        self.send()?;
         self.authenticated(o)
     }
 
@@ -191,7 +204,8 @@ impl Wire {
                     let nonce = data.strip_suffix(&[0]).unwrap_or(data).to_vec();
                     self.begin();
                     self.out.extend_from_slice(&native_scramble(&nonce, o.password.as_deref()));
-                    self.send_frames()?;
+                    self.seal();
+                    self.send()?;
                 }
                 _ => return protocol("unexpected packet during authentication"),
             }
@@ -200,6 +214,9 @@ impl Wire {
 
     /// Prepares `sql` on the server and reads its column types.
     pub fn prepare(&mut self, sql: &str) -> Result<Prepared> {
+        // What was queued is answered first, so that a statement is never left prepared
+        // behind a failure.
+        self.sync()?;
         self.command(COM_STMT_PREPARE, sql.as_bytes())?;
         let p = self.packet()?;
         if p.first() == Some(&0xff) {
@@ -232,6 +249,13 @@ impl Wire {
     /// Runs `st` with `args`; its first result set's rows go to `rows` (when given), later
     /// ones (a procedure's) are read and dropped. Returns the rows the statement affected.
     pub fn execute(&mut self, st: &mut Prepared, args: &[Arg], rows: Option<&mut Rows>) -> Result<u64> {
+        self.put_execute(st, args)?;
+        self.send()?;
+        self.answered(|w| w.result(Some(st), rows))
+    }
+
+    /// Writes an execution of `st` with `args` into `out`.
+    fn put_execute(&mut self, st: &Prepared, args: &[Arg]) -> Result<()> {
         if args.len() != st.params {
             return protocol(&format!("statement takes {} parameters, got {}", st.params, args.len()));
         }
@@ -257,8 +281,8 @@ impl Wire {
                 put_arg(&mut self.out, a);
             }
         }
-        self.send_frames()?;
-        self.result(Some(st), rows)
+        self.seal();
+        Ok(())
     }
 
     /// Runs `st` with `args` and returns its rows.
@@ -268,12 +292,14 @@ impl Wire {
         Ok(rows)
     }
 
-    /// Runs `st` once per row of `batch` in one round trip where the server takes bulk
-    /// executions (COM_STMT_BULK_EXECUTE), one execution each otherwise.
-    pub fn execute_batch(&mut self, st: &mut Prepared, batch: &[&[Arg]]) -> Result<()> {
+    /// Queues `st` once per row of `batch`: as one bulk execution where the server takes
+    /// them (COM_STMT_BULK_EXECUTE), one execution each otherwise. Its answers are read
+    /// by the next command that waits for its own.
+    pub fn queue_batch(&mut self, st: &Prepared, batch: &[&[Arg]]) -> Result<()> {
         if !self.bulk || st.params == 0 || batch.len() == 1 {
             for args in batch {
-                self.execute(st, args, None)?;
+                self.put_execute(st, args)?;
+                self.owed += 1;
             }
             return Ok(());
         }
@@ -305,8 +331,9 @@ impl Wire {
                 }
             }
         }
-        self.send_frames()?;
-        self.result(None, None).map(drop)
+        self.seal();
+        self.owed += 1;
+        Ok(())
     }
 
     /// Closes `st` on the server (it sends no answer).
@@ -317,20 +344,73 @@ impl Wire {
     /// Runs `sql` on the text protocol (transaction control), dropping any rows.
     pub fn query(&mut self, sql: &str) -> Result<u64> {
         self.command(COM_QUERY, sql.as_bytes())?;
-        self.result(None, None)
+        self.answered(|w| w.result(None, None))
     }
 
+    /// Queues `sql` on the text protocol, like [`Wire::query`].
+    pub fn queue_query(&mut self, sql: &str) {
+        self.put_command(COM_QUERY, sql.as_bytes());
+        self.owed += 1;
+    }
+
+    /// Sends what is queued and reads every answer owed; returns the first error.
+    pub fn sync(&mut self) -> Result<()> {
+        if self.owed == 0 && self.out.is_empty() {
+            return Ok(());
+        }
+        self.send()?;
+        self.read_owed()?.map_or(Ok(()), Err)
+    }
+
+    /// Sends `cmd` with `body`, after what is queued.
     fn command(&mut self, cmd: u8, body: &[u8]) -> Result<()> {
+        self.put_command(cmd, body);
+        self.send()
+    }
+
+    fn put_command(&mut self, cmd: u8, body: &[u8]) {
         self.seq = 0;
         self.begin();
         self.out.push(cmd);
         self.out.extend_from_slice(body);
-        self.send_frames()
+        self.seal();
     }
 
-    /// Starts a packet in `out`, leaving room for its frame header.
+    /// Reads the answers owed to the commands queued before the last one sent, then the
+    /// last one's (`own`); the first error of them all is returned, after every answer was
+    /// read, so the session stays in step with the server.
+    fn answered<T>(&mut self, own: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        let earlier = self.read_owed()?;
+        let mine = own(self);
+        match earlier {
+            Some(e) if !matches!(mine, Err(WireError::Io(_) | WireError::Protocol(_))) => Err(e),
+            _ => mine,
+        }
+    }
+
+    /// Reads the answers owed, in order; a server error among them is returned as a value
+    /// (the first one), a broken connection as the error.
+    fn read_owed(&mut self) -> Result<Option<WireError>> {
+        let mut first = None;
+        while self.owed > 0 {
+            self.owed -= 1;
+            match self.result(None, None) {
+                Ok(_) => {}
+                Err(e @ WireError::Server { .. }) => {
+                    first.get_or_insert(e);
+                }
+                Err(e) => {
+                    self.owed = 0;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(first)
+    }
+
+    /// Starts a packet at the end of `out`, leaving room for its frame header.
     fn begin(&mut self) {
-        self.out.clear();
+        self.packet_at = self.out.len();
         self.out.extend_from_slice(&[0; 4]);
     }
 
@@ -401,28 +481,33 @@ impl Wire {
         }
     }
 
-    /// Sends the packet in `out` (after [`Wire::begin`]) in one write: as one frame, or split
-    /// into frames of at most 16 MB.
-    fn send_frames(&mut self) -> Result<()> {
-        let len = self.out.len() - 4;
+    /// Ends the packet begun in `out` ([`Wire::begin`]): one frame, or frames of at most
+    /// 16 MB each.
+    fn seal(&mut self) {
+        let at = self.packet_at;
+        let len = self.out.len() - at - 4;
         if len < MAX_PAYLOAD {
-            self.out[..3].copy_from_slice(&(len as u32).to_le_bytes()[..3]);
-            self.out[3] = self.seq;
+            self.out[at..at + 3].copy_from_slice(&(len as u32).to_le_bytes()[..3]);
+            self.out[at + 3] = self.seq;
             self.seq = self.seq.wrapping_add(1);
-            self.stream.write_all(&self.out)?;
-            return Ok(());
+            return;
         }
-        let mut framed = Vec::with_capacity(len + len / MAX_PAYLOAD * 4 + 4);
-        let payload = &self.out[4..];
+        let payload = self.out.split_off(at + 4);
+        self.out.truncate(at);
         // A payload of a whole number of full frames ends with an empty one.
         for chunk in payload.chunks(MAX_PAYLOAD).chain(len.is_multiple_of(MAX_PAYLOAD).then_some(&[][..])) {
-            framed.extend_from_slice(&(chunk.len() as u32).to_le_bytes()[..3]);
-            framed.push(self.seq);
+            self.out.extend_from_slice(&(chunk.len() as u32).to_le_bytes()[..3]);
+            self.out.push(self.seq);
             self.seq = self.seq.wrapping_add(1);
-            framed.extend_from_slice(chunk);
+            self.out.extend_from_slice(chunk);
         }
-        self.stream.write_all(&framed)?;
-        Ok(())
+    }
+
+    /// Sends every packet in `out` in one write.
+    fn send(&mut self) -> Result<()> {
+        let sent = self.stream.write_all(&self.out);
+        self.out.clear();
+        Ok(sent?)
     }
 
     /// The next packet's payload; valid until the next read.
