@@ -174,6 +174,68 @@ fn a_captured_sysbench_run_on_mariadb_replays_its_prepared_statements_to_the_sam
     assert!(elapsed >= span / 2.0 - 0.01, "replayed in {elapsed} s a log of {span} s at speed 2");
 }
 
+/// A slow query log MariaDB wrote itself (`long_query_time = 0`, turned on inside the
+/// capture's window, so the capture's dump is the database as its statements found it):
+/// its entries replay to the rows the capture ended with. It records prepared statements
+/// with their values written in, so they replay as text.
+#[test]
+fn a_slow_query_log_of_a_sysbench_run_on_mariadb_replays_to_the_same_rows() {
+    use std::os::unix::fs::PermissionsExt;
+    let _share = share();
+    let dir = reachable_tempdir();
+    let (data, out, logs) = (dir.path().join("data"), dir.path().join("capture"), dir.path().join("logs"));
+    // The server writes its slow log as its own user.
+    std::fs::create_dir(&logs).unwrap();
+    std::fs::set_permissions(&logs, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let slow = logs.join("slow.log");
+    let client = "mariadb --protocol=tcp -h $MYSQL_HOST -P $MYSQL_TCP_PORT -u $MYSQL_USER";
+    let sysbench = "sysbench --mysql-host=$MYSQL_HOST --mysql-port=$MYSQL_TCP_PORT --mysql-user=$MYSQL_USER \
+                    --mysql-db=$MYSQL_DATABASE --tables=2 --table-size=200 oltp_read_write";
+    let traffic = format!(
+        "{client} -e \"SET GLOBAL slow_query_log_file = '{}', GLOBAL long_query_time = 0, GLOBAL slow_query_log = ON\" \
+         && {sysbench} --threads=2 --events=40 run && {client} -e 'SET GLOBAL slow_query_log = OFF'",
+        slow.display()
+    );
+    let (data_arg, out_arg) = (data.to_str().unwrap(), out.to_str().unwrap());
+    let args = ["capture", "--target", "managed-mariadb", "--data-dir", data_arg, "--out", out_arg];
+    ok(&[&args[..], &["--setup", &format!("{sysbench} prepare"), "--command", &traffic]].concat());
+    let log = std::fs::read_to_string(&slow).unwrap();
+    // Every entry is a statement but a command of the protocol's own (its text a comment).
+    let entries = log.lines().filter(|l| l.starts_with("# Query_time:")).count();
+    let commands = log.lines().filter(|l| l.starts_with("# administrator command:")).count();
+    let statements = entries - commands;
+    assert!(statements >= 40 * 18, "{statements} statements in the slow log:\n{}", &log[..log.len().min(2000)]);
+
+    // The rows the capture's window ended with, kept beside the log the replay reads.
+    std::fs::copy(out.join("capture.tables.json"), logs.join("slow.tables.json")).unwrap();
+    let json = dir.path().join("slow.json");
+    let (dump, json_arg) = (out.join("dump.sql"), json.to_str().unwrap());
+    let slow_arg = slow.to_str().unwrap();
+    ok(&[
+        "run",
+        "--target",
+        "managed-mariadb",
+        "--data-dir",
+        data_arg,
+        "--workload",
+        "replay",
+        "--replay-log",
+        slow_arg,
+        "--pacing",
+        "fast",
+        "--dump",
+        dump.to_str().unwrap(),
+        "--json",
+        json_arg,
+    ]);
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    let r = &run["metrics"]["replay"];
+    assert_eq!(r["statements"].as_u64(), Some(statements as u64), "{r}");
+    assert_eq!(run["metrics"]["rows"], "all 2 tables have the rows they had at the end of the capture", "{r}");
+    let classes: Vec<&str> = r["classes"].as_array().unwrap().iter().map(|c| c["class"].as_str().unwrap()).collect();
+    assert!(classes.contains(&"UPDATE sbtest1 SET k=k+? WHERE id=?"), "{classes:?}");
+}
+
 /// A capture killed outright cannot set its server back itself: its watchdog does, by
 /// psql, before it stops the managed server (whose data directory, settings included, is
 /// kept for the next run).

@@ -230,7 +230,9 @@ pub fn class_of(sql: &str) -> String {
                 }
                 push(&mut out, '?', &mut space);
             }
-            c if c.is_ascii_digit() && !out.ends_with(|p: char| p.is_alphanumeric() || p == '_') => {
+            // A number, not an identifier's digits (`t1`): after whitespace (which `push` has
+            // not yet written) or after anything but a word.
+            c if c.is_ascii_digit() && (space || !out.ends_with(|p: char| p.is_alphanumeric() || p == '_')) => {
                 while chars.peek().is_some_and(|n| n.is_ascii_digit() || *n == '.') {
                     chars.next();
                 }
@@ -290,6 +292,11 @@ mod tests {
         );
         assert_eq!(class_of("SELECT * FROM t WHERE id IN (1, 2, 3)"), class_of("SELECT * FROM t WHERE id IN (7)"));
         assert_eq!(class_of("INSERT INTO t VALUES (1, 'a'), (2, 'b')"), "INSERT INTO t VALUES (?)");
+        // Numbers after a keyword, as a slow log writes a prepared statement's values in.
+        assert_eq!(
+            class_of("SELECT c FROM sbtest1 WHERE id BETWEEN 101 AND 200 LIMIT 5"),
+            "SELECT c FROM sbtest1 WHERE id BETWEEN ? AND ? LIMIT ?"
+        );
     }
 
     #[test]
