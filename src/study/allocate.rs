@@ -206,6 +206,7 @@ mod tests {
             target,
             sides,
             noise_log: Some(noise_log),
+            cost: false,
         };
         let widths = [width((1, 0), 0.03, 0.005), width((2, 0), 0.03, 0.01), width((3, 0), 0.03, 0.01)];
         let mut plan = Plan::new(4);

@@ -174,7 +174,9 @@ fn run_blocks(
             break;
         }
         let block_time = *block_times.last().unwrap_or(&0.0);
-        if let Some(why) = progress(study, &active, &all_measures, (block, block_time), live.as_ref(), &mut shares) {
+        let more = blocks_left(study.blocks.max - block - 1, budget.saturating_sub(begun.elapsed()), &block_times);
+        let done = (block, block_time, more);
+        if let Some(why) = progress(study, &active, &all_measures, done, live.as_ref(), &mut shares) {
             stop_reason = why;
             break;
         }
@@ -417,14 +419,14 @@ fn ended_in_block(active: &[Active], got: &Gathered, block: usize) -> Option<((S
     ))
 }
 
-/// Says how far block `block` (done in `secs`) brought every interval, serves it live,
-/// and plans the next block's shares; the reason to stop, once the targets are reached or
-/// nothing is left to compare.
+/// Says how far block `block` (done in `secs`, `more` blocks left) brought every interval,
+/// serves it live, and plans the next block's shares; the reason to stop, once the targets
+/// are reached or nothing is left to compare.
 fn progress(
     study: &StudyFile,
     active: &[Active],
     all_measures: &[measures::Measure],
-    (block, secs): (usize, f64),
+    (block, secs, more): (usize, f64, usize),
     live: Option<&crate::openmetrics::Exporter>,
     shares: &mut allocate::Plan,
 ) -> Option<String> {
@@ -433,14 +435,21 @@ fn progress(
         live::block_done(e, block + 1, secs, &widths, active, all_measures);
     }
     eprintln!("block {} done in {secs:.0} s; {}", block + 1, summary::progress_line(&widths));
-    if precise_enough(block + 1, study.blocks.min, &widths) {
-        return Some(format!(
+    if let Some(beyond) = precise_enough(block + 1, study.blocks.min, &widths, more) {
+        let mut why = format!(
             "precision reached: every ratio's 95% CI half-width <= {} after {} blocks",
             study.targets().text(),
             block + 1
-        ));
+        );
+        if !beyond.is_empty() {
+            why += &format!(", but not {}: beyond the budget", beyond.join(", "));
+        }
+        return Some(why);
     }
-    shares.plan(block + 1, &widths);
+    // Time goes to the ratios it can bring to their targets.
+    let within_reach: Vec<summary::Width> =
+        widths.iter().filter(|w| !w.out_of_reach(block + 1, more)).cloned().collect();
+    shares.plan(block + 1, &within_reach);
     let by_need = study.workloads.iter().any(|w| study.design(w).slice.is_some() && w.shares_by_need());
     if by_need && !shares.slices(&(0..active.len()).collect::<Vec<_>>()).is_empty() {
         let each: Vec<String> =
@@ -684,9 +693,32 @@ fn leak_message(c: &CanaryResult) -> String {
 /// alarms when stopping from 6 blocks on, 5.0-5.9% from 10.
 const FEWEST_TO_STOP_ON_WIDTH: usize = 10;
 
-/// Whether `done` blocks (of at least `min`) have brought every ratio to its target.
-fn precise_enough(done: usize, min: usize, widths: &[summary::Width]) -> bool {
-    done >= min.max(FEWEST_TO_STOP_ON_WIDTH) && !widths.is_empty() && widths.iter().all(|w| w.half_width <= w.target)
+/// Whether `done` blocks (of at least `min`) are enough: every ratio at its target, but a
+/// cost's that the `more` blocks left could not bring to its own
+/// ([`summary::Width::out_of_reach`]). Such a ratio does not hold the study once some other
+/// ratio reached its target, or it would hold every study to its whole budget; the names
+/// of those left beyond their targets come back.
+fn precise_enough(done: usize, min: usize, widths: &[summary::Width], more: usize) -> Option<Vec<String>> {
+    let reached = |w: &summary::Width| w.half_width <= w.target;
+    let beyond: Vec<&summary::Width> = widths.iter().filter(|w| !reached(w)).collect();
+    let enough = done >= min.max(FEWEST_TO_STOP_ON_WIDTH)
+        && widths.iter().any(reached)
+        && beyond.iter().all(|w| w.out_of_reach(done, more));
+    let said = |w: &&summary::Width| {
+        let needs = done as f64 * (w.half_width / w.target).powi(2);
+        format!("{} (+-{:.1}%, +-{:.1}% would take {needs:.0} blocks)", w.name, 100.0 * w.half_width, 100.0 * w.target)
+    };
+    enough.then(|| beyond.iter().map(said).collect())
+}
+
+/// How many more blocks the study may run: what is left of its maximum, and of its budget
+/// at the pace of its blocks so far.
+fn blocks_left(max_more: usize, time_left: Duration, block_times: &[f64]) -> usize {
+    let pace = next_block_time(block_times);
+    match pace > 0.0 {
+        true => max_more.min((time_left.as_secs_f64() / pace) as usize),
+        false => max_more,
+    }
 }
 
 /// What the next block will likely take: the mean of the blocks after the first, whose
@@ -729,9 +761,10 @@ mod tests {
             target,
             sides: (1, 0),
             noise_log: None,
+            cost: false,
         };
         let narrow = [width(0.004, 0.01), width(0.009, 0.01)];
-        let enough = super::precise_enough;
+        let enough = |done, min, widths: &[_]| super::precise_enough(done, min, widths, 100).is_some();
         assert!(!enough(9, 6, &narrow));
         assert!(enough(10, 6, &narrow));
         assert!(!enough(10, 6, &[width(0.004, 0.01), width(0.011, 0.01)]));
@@ -739,6 +772,34 @@ mod tests {
         assert!(!enough(10, 6, &[]));
         assert!(!enough(11, 12, &narrow));
         assert!(enough(12, 12, &narrow));
+    }
+
+    #[test]
+    fn a_cost_the_budget_cannot_bring_to_its_target_does_not_hold_the_study() {
+        let width = |name: &str, half_width, cost| super::summary::Width {
+            name: name.into(),
+            half_width,
+            target: 0.005,
+            sides: (1, 0),
+            noise_log: None,
+            cost,
+        };
+        let tps = width("TPS", 0.004, false);
+        // +-4.5% after 20 blocks needs 20 * 9^2 = 1,620 blocks; 180 are left.
+        let written = width("storage KB written per unit", 0.045, true);
+        let stop = super::precise_enough(20, 6, &[tps.clone(), written.clone()], 180);
+        let said = "storage KB written per unit (+-4.5%, +-0.5% would take 1620 blocks)";
+        assert_eq!(stop, Some(vec![said.to_string()]));
+        // +-0.6% after 20 blocks needs 29: within reach, so the study goes on.
+        let cpu = width("server CPU per unit", 0.006, true);
+        assert_eq!(super::precise_enough(20, 6, &[tps.clone(), cpu], 180), None);
+        // The workload's own measure holds the study to its budget, and so does a cost when
+        // nothing reached its target.
+        assert_eq!(super::precise_enough(20, 6, &[width("TPS", 0.045, false), width("c", 0.004, true)], 180), None);
+        assert_eq!(super::precise_enough(20, 6, &[written], 180), None);
+        assert_eq!(super::precise_enough(20, 6, &[tps], 180), Some(vec![]));
+        assert_eq!(super::blocks_left(190, std::time::Duration::from_secs(100), &[30.0, 9.0, 11.0]), 10);
+        assert_eq!(super::blocks_left(3, std::time::Duration::from_secs(100), &[30.0, 9.0, 11.0]), 3);
     }
 
     /// Simulated studies of a change of twice the verdict's threshold (2%, per-block noise

@@ -95,6 +95,7 @@ fn silent(active: &[Active], measures: &[Measure], m: &Measure) -> bool {
 }
 
 /// One running comparison's interval so far.
+#[derive(Clone)]
 pub(super) struct Width {
     /// The comparison, as progress lines and metrics name it.
     pub name: String,
@@ -106,6 +107,19 @@ pub(super) struct Width {
     pub sides: (usize, usize),
     /// The per-block noise of the log ratio its interval reflects, once known.
     pub noise_log: Option<f64>,
+    /// A cost measure's (CPU or bytes per unit), not the workload's own.
+    pub cost: bool,
+}
+
+impl Width {
+    /// A cost's ratio that `more` blocks after `done` could not bring to its target: a
+    /// half-width shrinks as one over the square root of the blocks, so the target needs
+    /// `done * (half-width / target)^2` of them. A server's storage KB written per unit,
+    /// whose write-back timing makes it too noisy for +-0.5% in any budget, is one.
+    pub fn out_of_reach(&self, done: usize, more: usize) -> bool {
+        let needs = done as f64 * (self.half_width / self.target).powi(2);
+        self.cost && self.half_width.is_finite() && needs > (done + more) as f64
+    }
 }
 
 /// Every comparison still running, with its interval so far.
@@ -135,6 +149,7 @@ pub(super) fn half_widths(active: &[Active], measures: &[Measure], study: &Study
                     target,
                     sides: (i, other),
                     noise_log: e.as_ref().map(RatioEstimate::noise_log),
+                    cost: m.cost,
                 }
             })
         })

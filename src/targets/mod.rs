@@ -177,6 +177,13 @@ pub type Keepalive = Option<std::sync::Arc<dyn ManagedServer>>;
 /// A concrete database that can be connected to.
 pub trait Database: Send + Sync {
     fn connect(&self) -> Result<Connection>;
+    /// A connection for a session that runs on a client of its own (a workload's worker, a
+    /// replayed session): [`Database::connect`]'s, except that on MariaDB, whose sessions run
+    /// on dbvs's own client, the `mysql` crate's connection opens only if something needs it,
+    /// so a session connects once.
+    fn connect_session(&self) -> Result<Connection> {
+        self.connect()
+    }
     /// Empties the caches in front of the database: the OS page cache, and a managed
     /// server's own buffers (by restarting it). Connections must be reopened afterwards.
     fn go_cold(&self) -> Result<()> {
@@ -465,6 +472,7 @@ pub fn write_meta(conn: &mut Connection, meta: &BuildMeta) -> Result<()> {
         }
         Connection::MySql(c) => {
             use ::mysql::prelude::Queryable;
+            let c = c.conn()?;
             c.query_drop(format!("CREATE TABLE {META_TABLE} (`key` VARCHAR(100) PRIMARY KEY, value TEXT NOT NULL)"))?;
             c.exec_batch(format!("INSERT INTO {META_TABLE} (`key`, value) VALUES (?, ?)"), meta.iter())?;
         }
@@ -498,6 +506,7 @@ pub fn read_meta(conn: &mut Connection) -> Result<Option<BuildMeta>> {
         }
         Connection::MySql(c) => {
             use ::mysql::prelude::Queryable;
+            let c = c.conn()?;
             let exists: Option<String> = c.exec_first(
                 "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?",
                 (META_TABLE,),

@@ -42,22 +42,36 @@ pub fn conflict(code: u16) -> Option<&'static str> {
 }
 
 /// A connection on the `mysql` crate (builds, checks, administration) that keeps its
-/// settings, so a worker's session can reopen it on dbvs's own client ([`crate::targets::sql`]).
+/// settings, so a worker's session can open it on dbvs's own client ([`crate::targets::sql`])
+/// instead. The crate's connection opens at its first use: a session that runs on dbvs's
+/// client never opens it (a replay's sessions connect as often as the application did).
 pub struct MyConnection {
-    pub conn: mysql::Conn,
+    conn: Option<mysql::Conn>,
     pub session: crate::targets::sql::WireOpts,
 }
 
-impl std::ops::Deref for MyConnection {
-    type Target = mysql::Conn;
-    fn deref(&self) -> &mysql::Conn {
-        &self.conn
+impl MyConnection {
+    /// The `mysql` crate's connection, opened now if it was not yet.
+    pub fn conn(&mut self) -> Result<&mut mysql::Conn> {
+        if self.conn.is_none() {
+            let o = &self.session;
+            let info = MyConnInfo {
+                host: o.host.clone(),
+                port: o.port,
+                user: o.user.clone(),
+                password: o.password.clone(),
+                dbname: o.db.clone(),
+                other_nodes: vec![],
+            };
+            self.conn = Some(info.connect(Some(&o.db))?);
+        }
+        Ok(self.conn.as_mut().expect("opened above"))
     }
-}
 
-impl std::ops::DerefMut for MyConnection {
-    fn deref_mut(&mut self) -> &mut mysql::Conn {
-        &mut self.conn
+    /// The `mysql` crate's connection, for good.
+    pub fn into_conn(mut self) -> Result<mysql::Conn> {
+        self.conn()?;
+        Ok(self.conn.take().expect("opened above"))
     }
 }
 
@@ -353,7 +367,7 @@ impl Database for MyDb {
     fn connect(&self) -> Result<Connection> {
         let info = &self.info;
         if info.other_nodes.is_empty() {
-            let conn = info.connect(Some(&self.name))?;
+            let conn = Some(info.connect(Some(&self.name))?);
             return Ok(Connection::MySql(MyConnection { conn, session: info.session(info.port, &self.name) }));
         }
         let n = NEXT_NODE.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % (info.other_nodes.len() + 1);
@@ -363,7 +377,16 @@ impl Database for MyDb {
         let mut c = MyConnInfo { port, ..info.clone() }.connect(None)?;
         c.query_drop("SELECT 1")?;
         c.query_drop(format!("USE `{}`", self.name))?;
-        Ok(Connection::MySql(MyConnection { conn: c, session: info.session(port, &self.name) }))
+        Ok(Connection::MySql(MyConnection { conn: Some(c), session: info.session(port, &self.name) }))
+    }
+    /// On a single server, the `mysql` crate's connection opens only if something needs it;
+    /// a cluster's node is connected now, to wait for it to have the database.
+    fn connect_session(&self) -> Result<Connection> {
+        let info = &self.info;
+        match info.other_nodes.is_empty() {
+            true => Ok(Connection::MySql(MyConnection { conn: None, session: info.session(info.port, &self.name) })),
+            false => self.connect(),
+        }
     }
     fn client_env(&self) -> Result<Vec<(String, String)>> {
         Ok(self.info.client_env(&self.name))
@@ -418,6 +441,9 @@ impl Database for DirCopy {
     fn connect(&self) -> Result<Connection> {
         self.db.connect()
     }
+    fn connect_session(&self) -> Result<Connection> {
+        self.db.connect_session()
+    }
     fn client_env(&self) -> Result<Vec<(String, String)>> {
         self.db.client_env()
     }
@@ -449,6 +475,9 @@ struct Copied(MyDb);
 impl Database for Copied {
     fn connect(&self) -> Result<Connection> {
         self.0.connect()
+    }
+    fn connect_session(&self) -> Result<Connection> {
+        self.0.connect_session()
     }
     fn client_env(&self) -> Result<Vec<(String, String)>> {
         self.0.client_env()

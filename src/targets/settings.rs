@@ -191,7 +191,7 @@ pub fn read_back(conn: &mut Connection, names: &[String]) -> Result<BTreeMap<Str
             Connection::Postgres(c) => c.client.query_one("SELECT current_setting($1, true)", &[name])?.get(0),
             Connection::MySql(c) => {
                 use ::mysql::prelude::Queryable;
-                c.conn.exec_first(
+                c.conn()?.exec_first(
                     "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES WHERE VARIABLE_NAME = ?",
                     (canonical(Engine::Mariadb, name).to_ascii_uppercase(),),
                 )?

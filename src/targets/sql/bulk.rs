@@ -62,7 +62,7 @@ where
 fn server_sink(conn: Connection) -> Result<Box<dyn Sink>> {
     Ok(match conn {
         Connection::Postgres(c) => Box::new(CopySink { c: c.client, open: false, buf: String::new() }),
-        Connection::MySql(c) => Box::new(InsertSink { c: c.conn, sql: String::new(), open: false }),
+        Connection::MySql(c) => Box::new(InsertSink { c: c.into_conn()?, sql: String::new(), open: false }),
         Connection::Sqlite(_) => unreachable!("SQLite rows go through its one writer"),
     })
 }

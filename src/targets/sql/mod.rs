@@ -153,6 +153,9 @@ pub enum DbError {
     /// A conflict the workload recognized itself (see [`DbError::duplicate_as_conflict`]).
     #[error("{0}")]
     Conflict(&'static str),
+    /// A connection opened at its first use could not be opened.
+    #[error("{0:#}")]
+    Connect(anyhow::Error),
 }
 
 impl DbError {
@@ -164,7 +167,7 @@ impl DbError {
             DbError::MySql(::mysql::Error::MySqlError(e)) => super::mysql::conflict(e.code),
             DbError::MySql(_) => None,
             DbError::Maria(e) => e.code().and_then(super::mysql::conflict),
-            DbError::Data(_) => None,
+            DbError::Data(_) | DbError::Connect(_) => None,
             DbError::Conflict(kind) => Some(kind),
         }
     }
@@ -291,7 +294,7 @@ pub fn adhoc(conn: &mut Connection, sql: &str) -> Result<Rows, DbError> {
     match conn {
         Connection::Sqlite(c) => sqlite::adhoc(c, &sql),
         Connection::Postgres(c) => postgres::adhoc(c, &sql),
-        Connection::MySql(c) => mariadb::adhoc(c, &sql),
+        Connection::MySql(c) => mariadb::adhoc(c.conn().map_err(DbError::Connect)?, &sql),
     }
 }
 
@@ -324,7 +327,7 @@ pub fn script(conn: &mut Connection, sql: &str) -> Result<()> {
     match conn {
         Connection::Sqlite(c) => c.execute_batch(sql)?,
         Connection::Postgres(c) => c.batch_execute(sql)?,
-        Connection::MySql(c) => mariadb::script(c, sql)?,
+        Connection::MySql(c) => mariadb::script(c.conn()?, sql)?,
     }
     Ok(())
 }
@@ -335,7 +338,7 @@ pub fn exec(conn: &mut Connection, sql: &str) -> Result<u64> {
     Ok(match conn {
         Connection::Sqlite(c) => c.execute(sql, [])? as u64,
         Connection::Postgres(c) => c.execute(sql, &[])?,
-        Connection::MySql(c) => mariadb::exec(c, sql)?,
+        Connection::MySql(c) => mariadb::exec(c.conn()?, sql)?,
     })
 }
 
@@ -345,7 +348,7 @@ pub fn drain(conn: &mut Connection, sql: &str) -> Result<u64> {
     match conn {
         Connection::Sqlite(c) => sqlite::drain(c, sql),
         Connection::Postgres(c) => postgres::drain(c, sql),
-        Connection::MySql(c) => mariadb::drain(c, sql),
+        Connection::MySql(c) => mariadb::drain(c.conn()?, sql),
     }
 }
 

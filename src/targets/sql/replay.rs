@@ -111,7 +111,7 @@ impl ToSql for Text<'_> {
 }
 
 impl ReplaySession {
-    /// A session on `conn` (a MariaDB session reopens it on dbvs's own client).
+    /// A session on `conn` (a MariaDB session opens it on dbvs's own client).
     pub fn new(conn: Connection) -> Result<Self, Failure> {
         match conn {
             Connection::Postgres(c) => Ok(Self::Postgres { conn: c.client, prepared: HashMap::new() }),

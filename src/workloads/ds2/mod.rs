@@ -169,7 +169,7 @@ impl Workload for Ds2 {
     fn worker<'a>(&'a self, db: &'a dyn Database, meta: &BuildMeta, index: usize) -> Result<Box<dyn Worker + 'a>> {
         Initial::from_meta(meta)?;
         let rng = data::rng(self.seed ^ ((index as u64 + 1) << 40), data::Stream::Customers);
-        let session = seam::session(db.connect()?, &sql::STATEMENTS)?;
+        let session = seam::session(db.connect_session()?, &sql::STATEMENTS)?;
         Ok(Box::new(order::OrderWorker::new(session, rng, self.size, self.mix.clone())))
     }
 

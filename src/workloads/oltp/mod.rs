@@ -257,7 +257,7 @@ impl Workload for Oltp {
 
     fn worker<'a>(&'a self, db: &'a dyn Database, _meta: &BuildMeta, index: usize) -> Result<Box<dyn Worker + 'a>> {
         let rng = ChaCha8Rng::seed_from_u64(self.seed ^ ((index as u64 + 1) << 40));
-        let session = seam::session_of(db.connect()?, &statements(self.options.tables))?;
+        let session = seam::session_of(db.connect_session()?, &statements(self.options.tables))?;
         let (mix, tables, rows) = (self.options.mix, self.options.tables, self.rows);
         let draw = Draw { rng, mix, tables, rows, c: String::new(), pad: String::new() };
         Ok(Box::new(OltpWorker { session, draw }))

@@ -270,7 +270,7 @@ impl Worker for ReplayWorker<'_> {
     fn run_unit(&mut self, rec: &mut UnitRecorder) -> Result<Outcome> {
         let r = self.replay;
         let t = Instant::now();
-        let connect = || self.db.connect();
+        let connect = || self.db.connect_session();
         let play =
             play::Play { connect: &connect, pacing: r.pacing, database: r.database.as_deref(), sessions: r.sessions };
         let summary = play.run(r.events()?)?;

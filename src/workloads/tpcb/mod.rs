@@ -182,7 +182,7 @@ impl Workload for Tpcb {
 
     fn worker<'a>(&'a self, db: &'a dyn Database, _meta: &BuildMeta, index: usize) -> Result<Box<dyn Worker + 'a>> {
         let rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.seed ^ ((index as u64 + 1) << 40));
-        let session = seam::session(db.connect()?, &STATEMENTS)?;
+        let session = seam::session(db.connect_session()?, &STATEMENTS)?;
         Ok(Box::new(TpcbWorker { session, rng, scale: self.scale }))
     }
 

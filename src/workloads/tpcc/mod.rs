@@ -186,7 +186,7 @@ impl Workload for Tpcc {
         let c = Constants::for_run(&load_constants(meta)?, &mut ChaCha8Rng::seed_from_u64(self.seed ^ 0xC1));
         let w = self.warehouses;
         let i = index as i64;
-        let mut conn = db.connect()?;
+        let mut conn = db.connect_session()?;
         let (statements, txns): (_, &'static dyn txn::Transactions) = if self.opts.procedures {
             procedures::install(&mut conn)?;
             (procedures::calls(conn.engine()), &procedures::Procedures)

@@ -53,8 +53,8 @@ pub struct MariaSession {
 }
 
 impl MariaSession {
-    /// Opens the worker's connection with the settings of `conn` (which is then closed) and
-    /// prepares `sql` on it.
+    /// Opens the worker's connection with the settings of `conn` (whose own connection, if
+    /// something opened it, is then closed) and prepares `sql` on it.
     pub fn open(conn: MyConnection, sql: &[String]) -> Result<Self> {
         let opts = conn.session.clone();
         drop(conn);

@@ -123,7 +123,7 @@ impl<'a> Window<'a> {
             std::fs::File::create(out).with_context(|| format!("cannot write {}", out.display()))?,
         );
         let mut lines = 0u64;
-        for row in c.query_iter(sql).context("cannot read mysql.general_log")? {
+        for row in c.conn()?.query_iter(sql).context("cannot read mysql.general_log")? {
             let (time, thread, command, argument): (String, u64, String, Vec<u8>) = mysql::from_row(row?);
             writeln!(file, "{time}\t{thread:>6} {command}\t{}", String::from_utf8_lossy(&argument))?;
             lines += 1;
