@@ -315,6 +315,25 @@ fn a_log_line_that_is_not_the_server_s_is_one_error_naming_it() {
     let o = dbvs(&[&args[..], &["--replay-log", log_arg, "--pacing", "fast", "--max-sessions", "2"]].concat());
     assert!(!o.status.success());
     assert!(stderr(&o).contains("more than 2 sessions open at once"), "{}", stderr(&o));
+    // Twelve sessions one after another are never more than one at once, as fast as
+    // possible too: each starts once those before it ended.
+    let one_by_one: String = (1..=12)
+        .map(|pid| {
+            format!(
+                "2026-11-28 20:00:{pid:02}.000 UTC [{pid}] LOG:  connection authorized: user=u database=d\n\
+                 2026-11-28 20:00:{pid:02}.100 UTC [{pid}] LOG:  statement: SELECT pg_sleep(0.05)\n\
+                 2026-11-28 20:00:{pid:02}.200 UTC [{pid}] LOG:  disconnection: session time: 0:00:00.200 user=u database=d\n"
+            )
+        })
+        .collect();
+    std::fs::write(&log, one_by_one).unwrap();
+    let json = dir.path().join("one-by-one.json");
+    let replay = ["--replay-log", log_arg, "--pacing", "fast", "--max-sessions", "2"];
+    ok(&[&args[..], &replay, &["--json", json.to_str().unwrap()]].concat());
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    assert_eq!(run["metrics"]["replay"]["sessions"], 12, "{}", run["metrics"]["replay"]);
+    // One after another, each at least its 50 ms of sleep.
+    assert!(run["metrics"]["replay"]["elapsed_s"].as_f64().unwrap() >= 0.6, "{}", run["metrics"]["replay"]);
     // A log without it, and a missing one, are refused before anything starts.
     let o = dbvs(&["run", "--target", "managed-postgres", "--workload", "replay", "--replay-log", "/nonexistent.log"]);
     assert!(stderr(&o).contains("cannot read the log /nonexistent.log"), "{}", stderr(&o));

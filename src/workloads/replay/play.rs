@@ -9,8 +9,9 @@
 //! As recorded, every event is due at its recorded offset from the log's first event
 //! (divided by `speed`): a session waits until its statement is due, and how late it
 //! started (its lag) is measured; the reader keeps no further than [`HORIZON`] ahead of the
-//! schedule. As fast as possible, nothing waits: each session runs its statements back to
-//! back, and sessions run side by side as far as the log's order allows.
+//! schedule. As fast as possible, nothing waits but a session that connected after others
+//! disconnected, for them: each session runs its statements back to back, and sessions run
+//! side by side as far as the log's order allows.
 
 use super::event::{Event, Param, SessionKey, What};
 use super::tally::{class_of, Summary, Tally};
@@ -61,7 +62,9 @@ enum Msg {
 struct Shared {
     tally: Mutex<Tally>,
     fatal: Mutex<Option<String>>,
+    /// Sessions whose threads have not ended, and the signal that one did.
     open: Mutex<usize>,
+    ended: Condvar,
     /// Bytes of statements in the queues, and statements finished so far.
     buffered: Mutex<(usize, u64)>,
     room: Condvar,
@@ -125,7 +128,7 @@ impl Play<'_> {
                         What::FailedAtCapture if !queues.contains_key(&event.session) => {}
                         what => {
                             if !queues.contains_key(&event.session) {
-                                self.admit(&shared)?;
+                                self.admit(&shared, queues.len())?;
                                 let (tx, rx) = channel();
                                 let shared = &shared;
                                 scope.spawn(move || session(self.connect, rx, shared, due));
@@ -211,16 +214,39 @@ impl Play<'_> {
         Ok(())
     }
 
-    /// Counts one more session open, unless [`Play::sessions`] are: waiting for one to end
-    /// could wait forever, as a session ends only at its disconnection, further on in the log.
-    fn admit(&self, shared: &Shared) -> Result<()> {
-        let mut open = shared.open.lock().unwrap_or_else(|p| p.into_inner());
-        if *open >= self.sessions {
+    /// Counts one more session open, beside `in_log` the log still has open. More than
+    /// [`Play::sessions`] open in the log is refused: waiting for one of them to end could
+    /// wait forever, as a session ends only at its disconnection, further on in the log.
+    /// Sessions the log has closed but that still run their last statements are waited for:
+    /// as recorded while [`Play::sessions`] are open; as fast as possible always, so that a
+    /// session that connected after others disconnected starts after them here too, and the
+    /// replay never has more sessions at once than the log had (a log of short sessions one
+    /// after another would otherwise replay as hundreds at once).
+    fn admit(&self, shared: &Shared, in_log: usize) -> Result<()> {
+        if in_log >= self.sessions {
             bail!(
                 "the log has more than {} sessions open at once: raise the replay's sessions (the server's \
                  max_connections permitting)",
                 self.sessions
             );
+        }
+        let fast = self.pacing == Pacing::Fast;
+        let mut open = shared.open.lock().unwrap_or_else(|p| p.into_inner());
+        let mut since = (Instant::now(), *open);
+        while *open >= self.sessions || fast && *open > in_log {
+            if shared.stop.is_requested() || crate::interrupt::interrupted() {
+                return Err(crate::interrupt::Interrupted.into());
+            }
+            if *open != since.1 {
+                since = (Instant::now(), *open);
+            } else if since.0.elapsed() > STUCK {
+                bail!(
+                    "the replay is stuck: no session the log had closed ended for {} s; one waits on a lock \
+                     whose holder's next statement is further on in the log",
+                    STUCK.as_secs()
+                );
+            }
+            open = shared.ended.wait_timeout(open, Duration::from_millis(100)).unwrap_or_else(|p| p.into_inner()).0;
         }
         *open += 1;
         Ok(())
@@ -290,6 +316,7 @@ fn session(
     record(last, false, &mut tally);
     shared.tally.lock().unwrap_or_else(|p| p.into_inner()).add(tally);
     *shared.open.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
+    shared.ended.notify_all();
 }
 
 /// What a statement takes in a queue.
