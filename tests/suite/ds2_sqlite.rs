@@ -174,8 +174,10 @@ fn rollback_rate_with_default_settings_matches_the_restock_analysis() {
         "10MB",
         "--threads",
         "2",
+        // Long enough for 1,000 orders while the suite's other tests load the machine
+        // (4 s gave 836 in a full suite run).
         "--duration",
-        "4s",
+        "15s",
         "--warmup",
         "0",
         "--json",
