@@ -705,8 +705,8 @@ fn precise_enough(done: usize, min: usize, widths: &[summary::Width], more: usiz
         && widths.iter().any(reached)
         && beyond.iter().all(|w| w.out_of_reach(done, more));
     let said = |w: &&summary::Width| {
-        let needs = done as f64 * (w.half_width / w.target).powi(2);
-        format!("{} (+-{:.1}%, +-{:.1}% would take {needs:.0} blocks)", w.name, 100.0 * w.half_width, 100.0 * w.target)
+        let (hw, target, needs) = (100.0 * w.half_width, 100.0 * w.target, w.blocks_needed(done));
+        format!("{} (+-{hw:.1}%, +-{target:.1}% would take {needs:.0} blocks)", w.name)
     };
     enough.then(|| beyond.iter().map(said).collect())
 }

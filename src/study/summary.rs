@@ -117,8 +117,12 @@ impl Width {
     /// `done * (half-width / target)^2` of them. A server's storage KB written per unit,
     /// whose write-back timing makes it too noisy for +-0.5% in any budget, is one.
     pub fn out_of_reach(&self, done: usize, more: usize) -> bool {
-        let needs = done as f64 * (self.half_width / self.target).powi(2);
-        self.cost && self.half_width.is_finite() && needs > (done + more) as f64
+        self.cost && self.half_width.is_finite() && self.blocks_needed(done) > (done + more) as f64
+    }
+
+    /// The blocks its target needs, at the noise of the `done` so far.
+    pub fn blocks_needed(&self, done: usize) -> f64 {
+        done as f64 * (self.half_width / self.target).powi(2)
     }
 }
 
