@@ -510,7 +510,7 @@ fn work(
         }
     }
     if let (Some(Some(from)), Some(to)) = (io_from, StorageIo::of("thread-self")) {
-        stats.add_storage_io(to.since(from));
+        stats.add_storage_reads(to.since(from));
     }
 }
 

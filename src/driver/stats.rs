@@ -193,7 +193,6 @@ pub struct SharedStats {
     worker_cpu_ns: AtomicU64,
     /// Bytes the workers' threads read from storage (not the page cache) while measuring.
     storage_read_bytes: AtomicU64,
-    storage_write_bytes: AtomicU64,
     committed_from_start: AtomicU64,
     rolled_back_from_start: AtomicU64,
     ops_from_start: Vec<AtomicU64>,
@@ -252,7 +251,8 @@ pub struct Measured {
     /// Bytes the workers' threads read from storage while measuring: with an embedded
     /// engine, its page-cache misses (the kernel's per-thread I/O accounting).
     pub storage_read_bytes: u64,
-    /// Bytes the workers' threads dirtied for storage while measuring (the same accounting).
+    /// Bytes the disks under the database wrote while measuring (set by the run engine,
+    /// which knows the disks; `sys::disk_writes` says why not per thread).
     pub storage_write_bytes: u64,
     /// CPU seconds a managed server's processes used over the window (set by the run
     /// engine, which knows the server; zero without one).
@@ -272,7 +272,6 @@ impl SharedStats {
             worker_busy_ns: AtomicU64::new(0),
             worker_cpu_ns: AtomicU64::new(0),
             storage_read_bytes: AtomicU64::new(0),
-            storage_write_bytes: AtomicU64::new(0),
             committed_from_start: AtomicU64::new(0),
             rolled_back_from_start: AtomicU64::new(0),
             ops_from_start: (0..ops).map(|_| AtomicU64::new(0)).collect(),
@@ -342,10 +341,9 @@ impl SharedStats {
         self.worker_cpu_ns.fetch_add(cpu.as_nanos() as u64, Relaxed);
     }
 
-    /// Adds what one worker's thread read from and wrote to storage over the measured window.
-    pub fn add_storage_io(&self, io: crate::sys::StorageIo) {
+    /// Adds what one worker's thread read from storage over the measured window.
+    pub fn add_storage_reads(&self, io: crate::sys::StorageIo) {
         self.storage_read_bytes.fetch_add(io.read, Relaxed);
-        self.storage_write_bytes.fetch_add(io.write, Relaxed);
     }
 
     /// Zeroes the measured statistics; called once when warmup ends.
@@ -439,7 +437,7 @@ impl SharedStats {
             },
             worker_cpu_s: self.worker_cpu_ns.load(Relaxed) as f64 / 1e9,
             storage_read_bytes: self.storage_read_bytes.load(Relaxed),
-            storage_write_bytes: self.storage_write_bytes.load(Relaxed),
+            storage_write_bytes: 0,
             server_cpu_s: 0.0,
         }
     }

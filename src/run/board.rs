@@ -67,12 +67,14 @@ impl Board {
         }
     }
 
-    pub fn enter(&self, place: usize) {
-        self.slot(place).fetch_add(1, SeqCst);
+    /// One more of `place`'s units is in flight; returns how many were before.
+    pub fn enter(&self, place: usize) -> u32 {
+        self.slot(place).fetch_add(1, SeqCst)
     }
 
-    pub fn leave(&self, place: usize) {
-        self.slot(place).fetch_sub(1, SeqCst);
+    /// One of `place`'s units ended; returns how many were in flight before.
+    pub fn leave(&self, place: usize) -> u32 {
+        self.slot(place).fetch_sub(1, SeqCst)
     }
 
     /// Whether a unit of any place but `place` is still running.

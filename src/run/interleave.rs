@@ -105,8 +105,12 @@ fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<
     // The first variant's disks and server stand for the machine every side shares.
     let sampler = sets[0].sampler(spec)?;
     // The slices start where the measured window does; the warm-up alternates too.
-    let slices =
+    let mut slices =
         Slices::new(of, spec.slice, start + pacings[0].warmup, spec.slice_seed, board).with_shares(&spec.slice_shares);
+    for (set, &place) in sets.iter().zip(&places) {
+        let devices = crate::telemetry::devices::written_devices(&set.target.watch().volumes);
+        slices = slices.with_disks(place, crate::sys::disk_writes::DiskWrites::open(&devices));
+    }
     let bar = ProgressBar::hidden();
     let live = super::live::Live::of(spec)?;
     let live = &live;
@@ -126,6 +130,7 @@ fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<
                         turn: Some((slices, place)),
                         daemons: &sides[i].db.fuse_daemons,
                         server,
+                        disks: None,
                         live: live.as_ref().map(|l| (l, i)),
                         remote: None,
                     };

@@ -12,6 +12,7 @@ pub mod launch;
 mod live;
 pub mod load;
 mod memory;
+mod slice_writes;
 mod slices;
 pub mod spec;
 pub mod start;
@@ -250,7 +251,10 @@ impl SetUp {
         let start = std::sync::Barrier::new(self.instances.len() + companions.map_or(0, |c| c.instances.len()));
         let stagger = spec.pacing.load.stagger;
         let meta = &self.meta;
-        let server = self.target.watch().server_pid_files;
+        let watch = self.target.watch();
+        let server = watch.server_pid_files;
+        let disks =
+            crate::sys::disk_writes::DiskWrites::open(&crate::telemetry::devices::written_devices(&watch.volumes));
         let live = live::Live::of(spec)?;
         let live = &live;
         let (results, companion_results) = std::thread::scope(|s| {
@@ -273,16 +277,24 @@ impl SetUp {
                 .iter()
                 .enumerate()
                 .map(|(i, (w, copy))| {
-                    let (pacing, sampler, bar, start, server) = (&pacing, &sampler, &bar, &start, &server);
+                    let (pacing, sampler, bar, start, server, disks) =
+                        (&pacing, &sampler, &bar, &start, &server, &disks);
                     let remote = self.fleets.get(i);
                     s.spawn(move || {
                         start.wait();
                         crate::interrupt::sleep(stagger * i as u32);
-                        // One instance's share of the FUSE daemons' and the server's I/O
-                        // cannot be told apart; the first carries them.
+                        // One instance's share of the FUSE daemons' and the server's I/O,
+                        // and of the disks' writes, cannot be told apart; the first carries them.
                         let live = live.as_ref().map(|l| (l, i));
                         let side = match i {
-                            0 => Placement { daemons: &spec.db.fuse_daemons, server, live, turn: None, remote },
+                            0 => Placement {
+                                daemons: &spec.db.fuse_daemons,
+                                server,
+                                disks: Some(disks),
+                                live,
+                                turn: None,
+                                remote,
+                            },
                             _ => Placement { live, remote, ..Placement::default() },
                         };
                         measure(w.as_ref(), copy.as_ref(), meta, pacing, sampler, (i == 0).then_some(bar), side)
@@ -408,10 +420,10 @@ pub const STORAGE_READ_PER_UNIT: &str = "storage KB read per unit";
 ///   daemon, the kernel's writeback) is not in it;
 /// - with a managed server (`server`), the CPU time of its processes, every thread and
 ///   background worker (checkpointer, WAL writer, InnoDB's threads);
-/// - on every engine, the KB written for storage: what the engine (its worker threads, or
-///   the managed server's processes) and its FUSE daemons dirtied (the WAL, checkpoints,
-///   a FUSE layer's ciphertext); `None` for a run that wrote nothing, where a ratio means
-///   nothing;
+/// - on every engine, the KB the disks under the database wrote (their own counters, in
+///   the run's window or its slices, so the WAL's fsyncs, checkpoints, a FUSE layer's
+///   ciphertext and the file system's journal, and whatever else the machine wrote
+///   meanwhile); `None` for a run that wrote nothing, where a ratio means nothing;
 /// - under a memory limit (`memory_limited`), on every engine, the KB read from storage:
 ///   the engine's page-cache misses (its worker threads', or the managed server's
 ///   processes') plus its FUSE daemons' reads, what the regime costs.
@@ -510,6 +522,7 @@ fn measure(
     let turn = side.turn;
     let mut counter = Counter { start: None, end: None, error: None };
     let mut others_io = (StorageIo::default(), StorageIo::default());
+    let mut disk_bytes = (0, 0);
     let mut server_cpu = (Duration::ZERO, Duration::ZERO);
     let (mut at_work_rates, mut at_work_intervals) = (slices::AtWorkRates::default(), vec![]);
     let make_worker = |i| -> Result<Box<dyn driver::Worker + '_>> {
@@ -560,6 +573,7 @@ fn measure(
             sampler.window_start();
             counter.start = counter.read(workload, db);
             others_io.0 = side.io();
+            disk_bytes.0 = side.disks.map_or(0, |d| d.bytes());
             server_cpu.0 = side.server_cpu();
         }
         Event::WindowEnd => {
@@ -569,6 +583,7 @@ fn measure(
             sampler.window_end();
             counter.end = counter.read(workload, db);
             others_io.1 = side.io();
+            disk_bytes.1 = side.disks.map_or(0, |d| d.bytes());
             server_cpu.1 = side.server_cpu();
         }
     };
@@ -577,9 +592,11 @@ fn measure(
         Some(fleet) => fleet.drive(db, meta, pacing, ops, &mut observe),
         None => driver::run(pacing, ops, &make_worker, &mut observe),
     };
-    let io = others_io.1.since(others_io.0);
-    result.measured.storage_read_bytes += io.read;
-    result.measured.storage_write_bytes += io.write;
+    result.measured.storage_read_bytes += others_io.1.since(others_io.0).read;
+    result.measured.storage_write_bytes = match turn {
+        Some((slices, variant)) => slices.written(variant).unwrap_or(0),
+        None => disk_bytes.1.saturating_sub(disk_bytes.0),
+    };
     result.measured.server_cpu_s = server_cpu.1.saturating_sub(server_cpu.0).as_secs_f64();
     if let Some((slices, variant)) = turn {
         result.elapsed_s = slices.at_work(variant).as_secs_f64() / pacing.threads.max(1) as f64;
@@ -594,12 +611,14 @@ fn measure(
 
 /// Where one instance's workers run: their turn in an interleaved run's slices, and the
 /// processes whose storage reads are the instance's too: the FUSE daemons that serve its
-/// database, and a managed server (named by its pid file).
+/// database, and a managed server (named by its pid file). Run alone, the disks under its
+/// database count their writes in its window (in slices, [`slices::Slices::written`]).
 #[derive(Clone, Copy, Default)]
 struct Placement<'a> {
     turn: Option<(&'a slices::Slices, usize)>,
     daemons: &'a [u32],
     server: &'a [std::path::PathBuf],
+    disks: Option<&'a crate::sys::disk_writes::DiskWrites>,
     /// Where its live metrics go, under its index (an instance, or an interleaved side).
     live: Option<(&'a live::Live, usize)>,
     /// The client hosts that run its workers, when they are remote.
@@ -607,7 +626,8 @@ struct Placement<'a> {
 }
 
 impl Placement<'_> {
-    /// Bytes the daemons and the server's processes have had read from storage so far.
+    /// Bytes the daemons and the server's processes have had read from storage so far (their
+    /// writes are the disks').
     fn io(&self) -> StorageIo {
         let server = crate::telemetry::server_processes(self.server);
         StorageIo::of_processes(&[self.daemons, &server].concat())

@@ -16,8 +16,10 @@
 //! ([`Slices::at_work`]). That time runs past the slice's end by the last units' length and
 //! leaves out the wait for the others, so variants with long units and short ones are
 //! timed alike, and windows that start a few milliseconds apart do not favour anyone.
+//! What the disks write is counted per slice too ([`super::slice_writes`]).
 
 use super::board::Board;
+use super::slice_writes::SliceWrites;
 use crate::driver::{IntervalSample, Outcome, UnitRecorder, Worker};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -49,6 +51,8 @@ pub struct Slices {
     weighted: Mutex<Weighted>,
     /// What window marks count from.
     epoch: Instant,
+    /// What the disks under each place's database wrote in its slices, where known.
+    writes: Vec<Option<SliceWrites>>,
 }
 
 /// One place's measured window (nanoseconds from the epoch) and its workers' time at work
@@ -67,6 +71,7 @@ impl Slices {
             .map(|_| Account { from: AtomicU64::new(UNSET), to: AtomicU64::new(UNSET), at_work_ns: AtomicU64::new(0) })
             .collect();
         let (shares, weighted) = (vec![], Mutex::default());
+        let writes = (0..variants.max(1)).map(|_| None).collect();
         Self {
             origin,
             slice,
@@ -77,7 +82,14 @@ impl Slices {
             accounts,
             weighted,
             epoch: Instant::now(),
+            writes,
         }
+    }
+
+    /// Counts what `disks` write in `place`'s slices ([`Slices::written`]).
+    pub fn with_disks(mut self, place: usize, disks: crate::sys::disk_writes::DiskWrites) -> Self {
+        self.writes[place] = Some(SliceWrites::new(disks));
+        self
     }
 
     /// From the origin on, each round gives place `p` `shares[p]` slices (at least one).
@@ -184,12 +196,15 @@ impl Slices {
         if self.board.others_at_work(variant) {
             return DRAIN_POLL;
         }
-        self.board.enter(variant);
+        let first = self.board.enter(variant) == 0;
         // Another variant's worker that looked at the clock before this slice began may
         // have entered meanwhile; it leaves when it sees the time, and so would this one.
         let wait = self.wait(variant);
         if !wait.is_zero() {
             self.board.leave(variant);
+        } else if let (true, Some(w)) = (first, &self.writes[variant]) {
+            let now = Instant::now();
+            w.started(self.index(now), self.ns(now), |at| self.in_window(variant, at));
         }
         wait
     }
@@ -197,13 +212,20 @@ impl Slices {
     /// A worker of `variant` at work from `from` until now stops; its time counts when the
     /// unit ended inside the variant's measured window, as the unit itself does.
     fn leave(&self, variant: usize, from: Instant) {
-        self.board.leave(variant);
-        let account = &self.accounts[variant];
-        let now = self.ns(Instant::now());
-        let (a, b) = (account.from.load(Relaxed), account.to.load(Relaxed));
-        if a != UNSET && now >= a && (b == UNSET || now <= b) {
-            account.at_work_ns.fetch_add(from.elapsed().as_nanos() as u64, Relaxed);
+        let last = self.board.leave(variant) == 1;
+        if let (true, Some(w)) = (last, &self.writes[variant]) {
+            w.idle();
         }
+        if self.in_window(variant, self.ns(Instant::now())) {
+            self.accounts[variant].at_work_ns.fetch_add(from.elapsed().as_nanos() as u64, Relaxed);
+        }
+    }
+
+    /// Whether `at` (nanoseconds from the epoch) falls in `variant`'s measured window.
+    fn in_window(&self, variant: usize, at: u64) -> bool {
+        let account = &self.accounts[variant];
+        let (a, b) = (account.from.load(Relaxed), account.to.load(Relaxed));
+        a != UNSET && at >= a && (b == UNSET || at <= b)
     }
 
     fn ns(&self, at: Instant) -> u64 {
@@ -218,6 +240,12 @@ impl Slices {
     /// `variant`'s measured window ends now.
     pub fn window_end(&self, variant: usize) {
         self.accounts[variant].to.store(self.ns(Instant::now()), Relaxed);
+    }
+
+    /// Bytes the disks under `variant`'s database wrote in its slices that started in its
+    /// window (`None` where they are not counted).
+    pub fn written(&self, variant: usize) -> Option<u64> {
+        self.writes[variant].as_ref()?.written(|at| self.in_window(variant, at))
     }
 
     /// The time `variant`'s workers were at work in its window, summed over workers.

@@ -3,6 +3,7 @@
 //! imports any other dbvs module.
 
 pub mod cgroup;
+pub mod disk_writes;
 pub mod fscrypt;
 pub mod lease;
 pub mod lock;
@@ -74,14 +75,13 @@ pub fn available_memory() -> anyhow::Result<u64> {
     Ok(kb * 1024)
 }
 
-/// Bytes tasks had read from and written to storage, from the kernel's per-task I/O
-/// accounting (`/proc/<task>/io`): reads are page-cache misses; writes are counted when a
-/// page is first dirtied, so they include pages the task wrote back later or never, and a
-/// page written again while still dirty counts once.
+/// Bytes tasks had read from storage, from the kernel's per-task I/O accounting
+/// (`/proc/<task>/io` read_bytes): page-cache misses, each the whole folio read in. Its
+/// write_bytes is not used: it counts a whole folio each time a write dirties one
+/// (`disk_writes` says how far that is from what the disk wrote).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct StorageIo {
     pub read: u64,
-    pub write: u64,
 }
 
 impl StorageIo {
@@ -89,20 +89,18 @@ impl StorageIo {
     /// does not account I/O per task.
     pub fn of(task: &str) -> Option<Self> {
         let text = std::fs::read_to_string(format!("/proc/{task}/io")).ok()?;
-        let field = |name| text.lines().find_map(|l| l.strip_prefix(name)).and_then(|v| v.trim().parse().ok());
-        Some(Self { read: field("read_bytes:")?, write: field("write_bytes:")? })
+        let read = text.lines().find_map(|l| l.strip_prefix("read_bytes:")).and_then(|v| v.trim().parse().ok())?;
+        Some(Self { read })
     }
 
     /// The processes' together (those that are gone count nothing).
     pub fn of_processes(pids: &[u32]) -> Self {
-        pids.iter()
-            .filter_map(|p| Self::of(&p.to_string()))
-            .fold(Self::default(), |a, b| Self { read: a.read + b.read, write: a.write + b.write })
+        Self { read: pids.iter().filter_map(|p| Self::of(&p.to_string())).map(|io| io.read).sum() }
     }
 
     /// What was done between `earlier` and `self`.
     pub fn since(self, earlier: Self) -> Self {
-        Self { read: self.read.saturating_sub(earlier.read), write: self.write.saturating_sub(earlier.write) }
+        Self { read: self.read.saturating_sub(earlier.read) }
     }
 }
 

@@ -76,6 +76,22 @@ pub fn layers(dir: &Path, volume: &str) -> Vec<Layer> {
     out
 }
 
+/// The block devices a database's writes land on first: for each volume, the top-most layer
+/// that is a block device (a loop device under an encrypted file system, not the disk that
+/// holds its image, whose writes arrive later and from the loop's own worker; the disk
+/// under a FUSE layer, which has no device of its own).
+pub fn written_devices(volumes: &[(String, PathBuf)]) -> Vec<String> {
+    let mut devs: Vec<String> = Vec::new();
+    for (volume, d) in volumes {
+        if let Some(dev) = layers(d, volume).into_iter().find_map(|l| l.device) {
+            if !devs.contains(&dev) {
+                devs.push(dev);
+            }
+        }
+    }
+    devs
+}
+
 /// The layers under each volume's directory, and the distinct block devices among them.
 pub fn devices(volumes: &[(String, PathBuf)]) -> (Vec<Layer>, Vec<String>) {
     let mut all = Vec::new();

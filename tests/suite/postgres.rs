@@ -45,11 +45,11 @@ fn a_managed_postgres_starts_runs_and_stops() {
     let server_s = per_order_ms / 1e3 * r["counts"]["units"].as_f64().unwrap();
     let most = r["elapsed_s"].as_f64().unwrap() * r["env"]["cores"].as_f64().unwrap();
     assert!(per_order_ms > 0.05 && server_s <= most, "{per_order_ms} ms per order, {server_s} s of {most}");
-    // Every order commits, so the server's processes wrote its WAL: bytes per order, from
-    // the kernel's accounting of the server's processes.
+    // Every order commits, so the disk wrote the server's WAL: a few pages per order, from
+    // the disk's own counter (the kernel's per-process accounting said 20 times more).
     let m = r["measures"].as_array().unwrap().iter().find(|m| m["name"] == "storage KB written per unit");
     let kb = m.and_then(|m| m["value"].as_f64()).unwrap_or_else(|| panic!("{}", r["measures"]));
-    assert!(kb > 0.1 && kb < 1000.0, "{kb} KB written per order");
+    assert!(kb > 1.0 && kb < 100.0, "{kb} KB written per order");
     // dbvs talks to the server over loopback: traffic there, each byte sent once and
     // received once.
     let lo = &r["telemetry"]["window"]["net"]["lo"];
