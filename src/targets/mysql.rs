@@ -63,7 +63,17 @@ impl MyConnection {
                 dbname: o.db.clone(),
                 other_nodes: vec![],
             };
-            self.conn = Some(info.connect(Some(&o.db))?);
+            self.conn = Some(match o.wait_for_cluster {
+                false => info.connect(Some(&o.db))?,
+                // A node applies the others' writes a moment after they commit, so it may
+                // not have the database yet: a read first waits for it (wsrep_sync_wait).
+                true => {
+                    let mut c = info.connect(None)?;
+                    c.query_drop("SELECT 1")?;
+                    c.query_drop(format!("USE `{}`", o.db))?;
+                    c
+                }
+            });
         }
         Ok(self.conn.as_mut().expect("opened above"))
     }
@@ -119,6 +129,7 @@ impl MyConnInfo {
     }
 
     /// Where a worker's session on database `db` connects: node `port` of this server.
+    /// A worker session's settings on node `port` (this server's own port on a single one).
     fn session(&self, port: u16, db: &str) -> crate::targets::sql::WireOpts {
         crate::targets::sql::WireOpts {
             host: self.host.clone(),
@@ -126,6 +137,18 @@ impl MyConnInfo {
             user: self.user.clone(),
             password: self.password.clone(),
             db: db.to_string(),
+            wait_for_cluster: !self.other_nodes.is_empty(),
+        }
+    }
+
+    /// The port of the next node in turn (this server's on a single one), so that a
+    /// cluster's sessions spread over its nodes.
+    fn next_node(&self) -> u16 {
+        let n = NEXT_NODE.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % (self.other_nodes.len() + 1);
+        if n == 0 {
+            self.port
+        } else {
+            self.other_nodes[n - 1]
         }
     }
 
@@ -365,28 +388,16 @@ struct MyDb {
 impl Database for MyDb {
     /// A session on the next node of a cluster, or on the server.
     fn connect(&self) -> Result<Connection> {
-        let info = &self.info;
-        if info.other_nodes.is_empty() {
-            let conn = Some(info.connect(Some(&self.name))?);
-            return Ok(Connection::MySql(MyConnection { conn, session: info.session(info.port, &self.name) }));
-        }
-        let n = NEXT_NODE.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % (info.other_nodes.len() + 1);
-        let port = if n == 0 { info.port } else { info.other_nodes[n - 1] };
-        // A node applies the others' writes a moment after they commit, so it may not have
-        // the database yet: a read first waits for it (the nodes' wsrep_sync_wait).
-        let mut c = MyConnInfo { port, ..info.clone() }.connect(None)?;
-        c.query_drop("SELECT 1")?;
-        c.query_drop(format!("USE `{}`", self.name))?;
-        Ok(Connection::MySql(MyConnection { conn: Some(c), session: info.session(port, &self.name) }))
+        let mut c = MyConnection { conn: None, session: self.info.session(self.info.next_node(), &self.name) };
+        c.conn()?;
+        Ok(Connection::MySql(c))
     }
-    /// On a single server, the `mysql` crate's connection opens only if something needs it;
-    /// a cluster's node is connected now, to wait for it to have the database.
+    /// The `mysql` crate's connection opens only if something needs it; a worker's session
+    /// connects once, on dbvs's own client (which, on a cluster's node, waits for it to
+    /// have the database).
     fn connect_session(&self) -> Result<Connection> {
         let info = &self.info;
-        match info.other_nodes.is_empty() {
-            true => Ok(Connection::MySql(MyConnection { conn: None, session: info.session(info.port, &self.name) })),
-            false => self.connect(),
-        }
+        Ok(Connection::MySql(MyConnection { conn: None, session: info.session(info.next_node(), &self.name) }))
     }
     fn client_env(&self) -> Result<Vec<(String, String)>> {
         Ok(self.info.client_env(&self.name))

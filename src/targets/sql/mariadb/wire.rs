@@ -61,6 +61,10 @@ pub struct WireOpts {
     pub user: String,
     pub password: Option<String>,
     pub db: String,
+    /// A cluster node, which applies the others' writes a moment after they commit and so
+    /// may not have the database yet: the session connects without it, reads once (the
+    /// nodes' `wsrep_sync_wait` makes a read wait for the cluster's writes) and then uses it.
+    pub wait_for_cluster: bool,
 }
 
 /// A server-side prepared statement and the column types its rows come in.
@@ -116,7 +120,14 @@ impl Wire {
             cache_metadata: false,
             bulk: false,
         };
-        w.handshake(o)?;
+        match o.wait_for_cluster {
+            false => w.handshake(o)?,
+            true => {
+                w.handshake(&WireOpts { db: String::new(), ..o.clone() })?;
+                w.query("SELECT 1")?;
+                w.query(&format!("USE `{}`", o.db))?;
+            }
+        }
         // On a Galera node, a bulk execution that a replicated write set aborts can lose
         // its transaction's writes (MDEV-23872's territory: seen here as balances that no
         // longer matched the history on a 3-node cluster); single executions are safe.
