@@ -43,6 +43,17 @@ fn device_name(major_minor: &str) -> Option<String> {
     Some(link.file_name()?.to_string_lossy().into_owned())
 }
 
+fn block_device(name: &str) -> bool {
+    Path::new(&format!("/sys/class/block/{name}")).exists()
+}
+
+/// The device a mount's source names (`/dev/loop3`): btrfs gives its mounts anonymous
+/// device numbers, which name no block device.
+fn source_device(source: &str) -> Option<String> {
+    let path = std::fs::canonicalize(source.strip_prefix("/dev/").map(|_| source)?).ok()?;
+    Some(path.strip_prefix("/dev").ok()?.to_str()?.to_string())
+}
+
 /// The layers under `dir`, top first, as part of `volume`. Stops after a few hops (loops of
 /// loops are rare).
 pub fn layers(dir: &Path, volume: &str) -> Vec<Layer> {
@@ -51,8 +62,9 @@ pub fn layers(dir: &Path, volume: &str) -> Vec<Layer> {
     let mut path: PathBuf = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     for _ in 0..4 {
         let Some(m) = mount_of(&mounts, &path) else { break };
-        let device =
-            device_name(&m.major_minor).filter(|d| std::path::Path::new(&format!("/sys/class/block/{d}")).exists());
+        let device = device_name(&m.major_minor)
+            .filter(|d| block_device(d))
+            .or_else(|| source_device(&m.source).filter(|d| block_device(d)));
         out.push(Layer {
             mount_point: m.mount_point.clone(),
             fs_type: m.fs_type.clone(),
@@ -166,6 +178,14 @@ mod tests {
         if let Some(device) = &l[0].device {
             assert!(l[0].read_ahead_kb.is_some(), "a block device ({device}) has a readahead, a partition its disk's");
         }
+    }
+
+    #[test]
+    fn a_mount_s_source_names_its_device_where_its_numbers_do_not() {
+        assert_eq!(source_device("none"), None, "tmpfs and the like have no source device");
+        assert_eq!(source_device("/dev/no-such-device"), None);
+        assert_eq!(source_device("/dev/null").as_deref(), Some("null"));
+        assert!(!block_device("null"), "a device that is not a block device is left out");
     }
 
     fn layer(mount: &str, fs: &str, device: Option<&str>, volume: &str) -> Layer {

@@ -184,6 +184,14 @@ fn file_system_images_are_mounted_as_asked_and_a_refused_option_fails_only_its_v
         assert_eq!(v["info"]["stack"][0], serde_json::json!(["storage", shown]), "{v}");
         assert_eq!(v["info"]["differs_from_baseline"], serde_json::json!(["storage"]), "{v}");
     }
+    // Each image's loop device counts its writes; btrfs names its mounts with anonymous
+    // device numbers, so its device comes from the mount's source.
+    let written =
+        r["measures"].as_array().unwrap().iter().find(|m| m["measure"]["name"] == "storage KB written per unit");
+    let compared: Vec<&str> = written
+        .map(|m| m["comparisons"].as_array().unwrap().iter().filter_map(|c| c["variant"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(compared, ["xfs", "btrfs"], "{written:?}");
     let refused = variant("refused");
     assert_eq!(refused["status"], "skipped", "{refused}");
     assert!(
