@@ -51,8 +51,9 @@ impl SliceWrites {
 
     /// The place's last unit in flight has ended.
     pub fn idle(&self) {
-        let at = self.disks.bytes();
-        self.turn().idle = at;
+        // Read under the lock, so a slice that starts meanwhile cannot begin after it.
+        let mut turn = self.turn();
+        turn.idle = self.disks.bytes();
     }
 
     /// Bytes written in the place's counted slices, the last one too (`None` without disks).
