@@ -50,7 +50,10 @@ fn block_device(name: &str) -> bool {
 /// The device a mount's source names (`/dev/loop3`): btrfs gives its mounts anonymous
 /// device numbers, which name no block device.
 fn source_device(source: &str) -> Option<String> {
-    let path = std::fs::canonicalize(source.strip_prefix("/dev/").map(|_| source)?).ok()?;
+    if !source.starts_with("/dev/") {
+        return None;
+    }
+    let path = std::fs::canonicalize(source).ok()?;
     Some(path.strip_prefix("/dev").ok()?.to_str()?.to_string())
 }
 
