@@ -166,7 +166,8 @@ impl Target for PgTarget {
     fn versions(&self) -> Result<BTreeMap<String, String>> {
         let v: String = self.info.connect("postgres")?.query_one("SHOW server_version", &[])?.get(0);
         // Which client ran matters to a reader comparing with another tool's figures.
-        let client = "tokio-postgres; writes whose counts are not read are pipelined with the next statement";
+        let client =
+            "tokio-postgres; statements whose counts or rows are not used are pipelined with the next statement";
         Ok(BTreeMap::from([("postgresql".to_string(), v), ("postgresql client".to_string(), client.to_string())]))
     }
 

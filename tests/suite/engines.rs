@@ -202,8 +202,8 @@ fn oltp(engine: Engine) {
     assert!(out.contains("check ok") && !out.contains("FAILED"), "{out}");
 }
 
-/// Writes deferred through the seam ([`sql::Tx::defer`], pipelined on the servers) run in
-/// the order written and inside their transaction: a later read sees them, a failing one
+/// Writes (and unused reads) deferred through the seam ([`sql::Tx::defer`], pipelined on
+/// the servers) run in the order written and inside their transaction: a later read sees them, a failing one
 /// fails the transaction at the next statement and nothing of it stays, a rollback drops
 /// them, and the session goes on afterwards.
 fn deferred(engine: Engine) {
@@ -273,6 +273,25 @@ fn deferred(engine: Engine) {
     });
     assert!(failed.is_err(), "a duplicate inside a run fails the transaction at the commit");
     assert!(session.query(read, &[Int(2)]).unwrap().is_empty(), "and its first write is rolled back");
+
+    // A read whose rows the transaction does not use travels with the writes around it
+    // ([`sql::Tx::defer_read`], one pipeline on PostgreSQL), and hides no failure after it.
+    let read_along = session.transaction(false, &mut rec, &mut |tx| {
+        tx.defer(add, &[Int(4), Int(1)])?;
+        tx.defer_read(read, &[Int(1)])?;
+        tx.defer(add, &[Int(1), Int(1)])?;
+        Ok(Outcome::Committed)
+    });
+    assert_eq!(read_along.unwrap(), Outcome::Committed);
+    assert_eq!(balance(&mut session), 18, "the writes around a deferred read ran, once each");
+    let failed = session.transaction(false, &mut rec, &mut |tx| {
+        tx.defer(add, &[Int(4), Int(1)])?;
+        tx.defer_read(read, &[Int(1)])?;
+        tx.defer(insert, &[Int(1)])?; // a duplicate after the read
+        Ok(Outcome::Committed)
+    });
+    assert!(failed.is_err(), "a duplicate after a deferred read fails the transaction");
+    assert_eq!(balance(&mut session), 18, "and nothing of it stays");
 }
 
 /// One test per workload and engine: `workload::engine`.

@@ -204,6 +204,12 @@ pub trait Tx {
     fn defer(&mut self, q: Q, args: &[Arg]) -> Result<(), DbError> {
         self.execute(q, args).map(drop)
     }
+    /// Runs read `q`, whose rows the transaction does not use (pgbench's read of the
+    /// balance), no later than the next statement or the commit, as [`Tx::defer`] does a
+    /// write: PostgreSQL sends it in that pipeline; the other engines run it now.
+    fn defer_read(&mut self, q: Q, args: &[Arg]) -> Result<(), DbError> {
+        self.query(q, args).map(drop)
+    }
 }
 
 /// Index into a [`Statements`] list, named by the workload's constants.

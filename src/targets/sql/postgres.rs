@@ -120,19 +120,20 @@ impl Owned {
     }
 }
 
-/// A statement that travels with the next one: the transaction's BEGIN, or a write whose
-/// count the workload does not read ([`Tx::defer`]).
+/// A statement that travels with the next one: the transaction's BEGIN, or a statement
+/// whose count or rows the workload does not use ([`Tx::defer`], [`Tx::defer_read`]).
 enum Pending {
     Begin,
-    Write(Q, Vec<Owned>),
+    Unread(Q, Vec<Owned>),
 }
 
 impl Pending {
     async fn send(&self, c: &tokio_postgres::Client, st: &[Statement]) -> Result<(), tokio_postgres::Error> {
         match self {
             Pending::Begin => c.batch_execute("BEGIN").await,
-            Pending::Write(q, owned) => {
+            Pending::Unread(q, owned) => {
                 let args: Vec<Arg> = owned.iter().map(Owned::arg).collect();
+                // A read's rows arrive and are dropped, as pgbench drops them.
                 c.execute(&st[*q], &params(&args)).await.map(drop)
             }
         }
@@ -178,8 +179,12 @@ impl Tx for PgTx<'_> {
     }
 
     fn defer(&mut self, q: Q, args: &[Arg]) -> Result<(), DbError> {
-        self.pending.push(Pending::Write(q, args.iter().map(Owned::of).collect()));
+        self.pending.push(Pending::Unread(q, args.iter().map(Owned::of).collect()));
         Ok(())
+    }
+
+    fn defer_read(&mut self, q: Q, args: &[Arg]) -> Result<(), DbError> {
+        self.defer(q, args)
     }
 }
 
