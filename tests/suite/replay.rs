@@ -96,13 +96,17 @@ fn a_captured_pgbench_run_replays_every_statement_to_the_same_rows_fast_and_on_s
     assert!(from_plain["metrics"]["rows"].as_str().unwrap().starts_with("all "), "{}", from_plain["metrics"]);
 
     // As recorded, twice as fast: no statement starts before its time, so the replay takes
-    // at least half the recorded span.
+    // at least half the recorded span; and the schedule holds, within a tolerance that a
+    // busy test machine keeps (this load is light: 200 transactions a second at speed 2):
+    // the median statement starts within 50 ms of its time, the replay ends within 3 s.
     let paced = replay(&data, &out, &dir.path().join("paced.json"), &["--pacing", "recorded", "--speed", "2"]);
     let r = &paced["metrics"]["replay"];
     assert_eq!(r["statements"].as_u64(), Some(statements as u64), "{r}");
     let elapsed = r["elapsed_s"].as_f64().unwrap();
     assert!(elapsed >= span / 2.0 - 0.01, "replayed in {elapsed} s a log of {span} s at speed 2");
-    assert!(r["lag"]["p50_ms"].as_f64().is_some(), "{r}");
+    assert!(elapsed <= span / 2.0 + 3.0, "replayed in {elapsed} s a log of {span} s at speed 2: behind schedule");
+    let lag = r["lag"]["p50_ms"].as_f64().unwrap();
+    assert!(lag <= 50.0, "the median statement started {lag} ms after its time: {r}");
     assert!(paced["measures"].as_array().unwrap().iter().any(|m| m["name"] == "lag behind the recording"));
 }
 
