@@ -69,9 +69,8 @@ impl Design {
             return line;
         }
         format!(
-            "{line}; {} work partly in the background, where an interleaved run may count some of their cost (CPU, \
-             and bytes written to a disk the variants share) in the others' slices, so every variant's ratios may \
-             move: dbvs study --validate checks them against each variant alone",
+            "{line}; {} work partly in the background, where an interleaved run may count some of their cost in \
+             the others' slices: dbvs study --validate checks their ratios against each variant alone",
             self.background.join(", ")
         )
     }
