@@ -502,7 +502,8 @@ fn work(
             if counted {
                 stats.record(i, &rec, outcome);
             }
-            stats.account(&rec, t0.elapsed(), cpu0.map_or(Duration::ZERO, |c| thread_cpu().saturating_sub(c)));
+            let cpu = cpu0.map_or(Duration::ZERO, |c| thread_cpu().saturating_sub(c).saturating_sub(rec.turn_cpu()));
+            stats.account(&rec, t0.elapsed(), cpu);
         }
         worker.unit_done();
         if think > 0.0 && stop.sleep(Duration::from_secs_f64(rng.random_range(0.0..2.0 * think))) {

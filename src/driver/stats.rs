@@ -28,6 +28,8 @@ fn new_histogram() -> Histogram<u64> {
 pub struct UnitRecorder {
     ops: Vec<(usize, Duration)>,
     untimed: Duration,
+    /// CPU time the worker's thread spent waiting for the unit's turn.
+    turn_cpu: Duration,
     retries: Vec<&'static str>,
     events: Vec<&'static str>,
     lock_waits: u64,
@@ -37,6 +39,7 @@ impl UnitRecorder {
     pub(crate) fn clear(&mut self) {
         self.ops.clear();
         self.untimed = Duration::ZERO;
+        self.turn_cpu = Duration::ZERO;
         self.retries.clear();
         self.events.clear();
         self.lock_waits = 0;
@@ -53,10 +56,16 @@ impl UnitRecorder {
         self.untimed += took;
     }
 
-    /// Time the unit waited for its turn before it started: neither its response time nor
-    /// its work.
-    pub fn waited_for_turn(&mut self, took: Duration) {
+    /// Time the unit waited for its turn before it started, and the CPU time its thread
+    /// spent polling meanwhile: neither its response time nor its work.
+    pub fn waited_for_turn(&mut self, took: Duration, cpu: Duration) {
         self.untimed += took;
+        self.turn_cpu += cpu;
+    }
+
+    /// The CPU time its thread spent waiting for the unit's turn.
+    pub fn turn_cpu(&self) -> Duration {
+        self.turn_cpu
     }
 
     /// A whole transaction was restarted, because of `cause` (deadlock, busy database...).

@@ -67,6 +67,18 @@ impl Worker for Spinner {
     }
 }
 
+/// Burns `self.0` of CPU waiting for its turn (as a worker polling for its slice does),
+/// then `self.1` in the unit.
+struct TurnTaker(Duration, Duration);
+impl Worker for TurnTaker {
+    fn run_unit(&mut self, rec: &mut UnitRecorder) -> anyhow::Result<Outcome> {
+        let (t, cpu) = (Instant::now(), crate::sys::thread_cpu());
+        Spinner(self.0).run_unit(&mut UnitRecorder::default())?;
+        rec.waited_for_turn(t.elapsed(), crate::sys::thread_cpu() - cpu);
+        Spinner(self.1).run_unit(rec)
+    }
+}
+
 #[test]
 fn worker_cpu_counts_what_units_compute_not_what_they_wait_for() {
     let per_unit = |mk: &(dyn Fn(usize) -> anyhow::Result<Box<dyn Worker>> + Sync)| {
@@ -80,6 +92,10 @@ fn worker_cpu_counts_what_units_compute_not_what_they_wait_for() {
     assert!((0.0019..0.003).contains(&spin), "{spin}");
     let sleep = per_unit(&|_| Ok(Box::new(Sleeper(Duration::from_millis(2), 0)) as Box<dyn Worker>));
     assert!(sleep < 0.0004, "{sleep}");
+    // The CPU spent polling for a turn is the interleaving's, not the unit's.
+    let turns = |_| Ok(Box::new(TurnTaker(Duration::from_millis(2), Duration::from_millis(1))) as Box<dyn Worker>);
+    let turn = per_unit(&turns);
+    assert!((0.0009..0.0015).contains(&turn), "{turn}");
 }
 
 #[test]

@@ -366,8 +366,9 @@ impl Worker for Sliced<'_> {
     /// still have to wait a moment for the previous variant's last units. That wait is
     /// neither the unit's response time nor driver code.
     fn run_unit(&mut self, rec: &mut UnitRecorder) -> anyhow::Result<Outcome> {
+        let cpu = crate::sys::thread_cpu();
         let waited = self.start_work();
-        rec.waited_for_turn(waited);
+        rec.waited_for_turn(waited, crate::sys::thread_cpu().saturating_sub(cpu));
         self.inner.run_unit(rec)
     }
 
