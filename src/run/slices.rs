@@ -363,8 +363,9 @@ impl<'a> Sliced<'a> {
 
 impl Worker for Sliced<'_> {
     /// The driver has slept the pause to this worker's slice; within it, the unit may
-    /// still have to wait a moment for the previous variant's last units. That wait is
-    /// neither the unit's response time nor driver code.
+    /// still have to wait a moment for the previous variant's last units. That wait, and
+    /// the CPU its polling takes, is neither the unit's response time, nor its work, nor
+    /// driver code.
     fn run_unit(&mut self, rec: &mut UnitRecorder) -> anyhow::Result<Outcome> {
         let cpu = crate::sys::thread_cpu();
         let waited = self.start_work();
