@@ -206,7 +206,7 @@ impl CapacityFile {
             }
         }
         self.power.parse::<crate::telemetry::power::PowerSpec>().map_err(|e| anyhow::anyhow!("power: {e}"))?;
-        self.target.disk.ram_bytes()?;
+        self.target.disk.ram_bytes_each(1)?;
         if let Some(c) = &self.clients {
             c.reach(self.target.engine, self.target.listen.as_deref())?;
         }

@@ -193,11 +193,13 @@ pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::Capaci
         std::fs::create_dir_all(out.join(sub)).with_context(|| format!("cannot create {}", out.display()))?;
     }
     let exe = std::env::current_exe()?;
-    let work = launch::WorkDir::new(out, &format!("capacity search {} work directory", file.name), &file.target.disk)?;
+    // The configurations run one after another: one place (one disk) serves them all.
+    let what = format!("capacity search {} work directory", file.name);
+    let work = crate::run::workdir::WorkDir::new(out, &what, &file.target.disk, 1)?;
     let ctx = launch::Context {
         exe: &exe,
         out,
-        work: work.path(),
+        work: &work,
         live: None,
         target: &file.target,
         seed: file.seed,
@@ -212,45 +214,43 @@ pub fn run(file: &CapacityFile, text: &str, out: &Path) -> Result<report::Capaci
     let mut engine_versions = std::collections::BTreeMap::new();
     for (i, c) in file.configurations.iter().enumerate() {
         let mut probes = Vec::new();
-        let result = launch::prepare(&ctx, c, &work.path().join(format!("c{i}")), std::slice::from_ref(&file.workload))
-            .and_then(|prepared| {
-                let mut attempt = 0;
-                search_by(&file.search, |n| {
-                    confirmed(file.sla.confirmations, || {
-                        attempt += 1;
-                        let w = WorkloadConfig { instances: n, ..file.workload.clone() };
-                        let tag = format!("n{n:03}-try{attempt}");
-                        let run = match &file.companion {
-                            Some(beside) => launch::run_beside(&ctx, c, &prepared, &w, beside, &tag),
-                            None => launch::run(&ctx, c, &prepared, &w, &tag, false),
-                        };
-                        let probe = match run {
-                            Ok(record) => {
-                                engine_versions.extend(record.env.iter().flat_map(|e| e.engine_versions.clone()));
-                                judge(&record, &file.sla, n)
-                            }
-                            Err(e) if crate::interrupt::interrupted() => return Err(e),
-                            Err(e) => Probe { instances: n, reason: Some(format!("{e:#}")), ..Probe::default() },
-                        };
-                        eprintln!(
-                            "{}: {n} instances: {} ({:.0} total{}{})",
-                            c.name,
-                            if probe.passed { "pass" } else { "FAIL" },
-                            probe.total,
-                            probe
-                                .companion_p95_max_ms
-                                .map_or(String::new(), |p| format!(", companions' p95 <= {p:.1} ms")),
-                            probe.reason.as_ref().map_or(String::new(), |r| format!("; {r}"))
-                        );
-                        let passed = probe.passed;
-                        probes.push(probe);
-                        if crate::interrupt::interrupted() {
-                            return Err(crate::interrupt::Interrupted.into());
+        let dir = work.place(0).join(format!("c{i}"));
+        let result = launch::prepare(&ctx, c, &dir, std::slice::from_ref(&file.workload)).and_then(|prepared| {
+            let mut attempt = 0;
+            search_by(&file.search, |n| {
+                confirmed(file.sla.confirmations, || {
+                    attempt += 1;
+                    let w = WorkloadConfig { instances: n, ..file.workload.clone() };
+                    let tag = format!("n{n:03}-try{attempt}");
+                    let run = match &file.companion {
+                        Some(beside) => launch::run_beside(&ctx, c, &prepared, &w, beside, &tag),
+                        None => launch::run(&ctx, c, &prepared, &w, &tag, false),
+                    };
+                    let probe = match run {
+                        Ok(record) => {
+                            engine_versions.extend(record.env.iter().flat_map(|e| e.engine_versions.clone()));
+                            judge(&record, &file.sla, n)
                         }
-                        Ok(passed)
-                    })
+                        Err(e) if crate::interrupt::interrupted() => return Err(e),
+                        Err(e) => Probe { instances: n, reason: Some(format!("{e:#}")), ..Probe::default() },
+                    };
+                    eprintln!(
+                        "{}: {n} instances: {} ({:.0} total{}{})",
+                        c.name,
+                        if probe.passed { "pass" } else { "FAIL" },
+                        probe.total,
+                        probe.companion_p95_max_ms.map_or(String::new(), |p| format!(", companions' p95 <= {p:.1} ms")),
+                        probe.reason.as_ref().map_or(String::new(), |r| format!("; {r}"))
+                    );
+                    let passed = probe.passed;
+                    probes.push(probe);
+                    if crate::interrupt::interrupted() {
+                        return Err(crate::interrupt::Interrupted.into());
+                    }
+                    Ok(passed)
                 })
-            });
+            })
+        });
         if crate::interrupt::interrupted() {
             return Err(crate::interrupt::Interrupted.into());
         }

@@ -116,6 +116,7 @@ impl RunArgs {
             slice: std::time::Duration::from_secs(1),
             slice_seed: 0,
             slice_shares: vec![],
+            disks_of_their_own: false,
             turns: None,
             clients: (!self.clients.is_empty()).then_some(crate::remote::ClientsSpec {
                 hosts: self.clients,

@@ -41,11 +41,17 @@ pub struct StudyArgs {
     /// Then run the study again with each variant alone in each block (as a user running each
     /// configuration by itself would), for the same budget, into OUT/alone, and check that
     /// every ratio agrees with the first study's within their joint interval (OUT/validate.md).
-    #[arg(long, conflicts_with_all = ["resume", "interleave"])]
+    /// With --interleave SLICE, the study at that slice length is the one checked.
+    #[arg(long, conflicts_with = "resume")]
     validate: bool,
 }
 
 pub fn main(args: StudyArgs) -> Result<ExitCode> {
+    if args.validate && args.interleave == Some(Interleave::Off) {
+        anyhow::bail!(
+            "--validate checks an interleaved study against one with each variant alone; drop --interleave off"
+        );
+    }
     let outcome = run(&args, args.interleave, args.out.clone())?;
     print_outcome(&outcome);
     let code = exit_code(&outcome);

@@ -27,7 +27,7 @@ pub struct TargetConfig {
     #[serde(default)]
     pub nodes: Option<usize>,
     /// The disk under every variant's storage, pristine databases and copies: the host's
-    /// (the output directory's file system), or `"ram"`, a RAM disk model.
+    /// (the output directory's file system), or `"ram"`, a RAM disk model for each variant.
     #[serde(default, skip_serializing_if = "Disk::is_host")]
     pub disk: Disk,
 }
@@ -44,10 +44,11 @@ impl Default for TargetConfig {
     }
 }
 
-/// The disk a study's (or capacity search's) work directory lives on. `"ram"` is
+/// The disk a study's (or capacity search's) variants are set up on. `"ram"` is
 /// [`crate::sys::ramdisk`]'s model: page-cache misses read from a block device that takes the
 /// same time for every read, so a run larger than memory reads the same bytes per unit
-/// every time; `{ model = "ram", size = "4GB" }` sizes it (2GB by default, taken from RAM).
+/// every time; `{ model = "ram", size = "4GB" }` sizes it (2GB by default, taken from RAM), shared
+/// evenly by the variants, each of which gets a disk of its own.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(tag = "model", rename_all = "kebab-case")]
 pub enum Disk {
@@ -63,16 +64,28 @@ impl Disk {
         *self == Disk::Host
     }
 
-    /// The RAM disk's size in bytes (`None` on the host's disk).
-    pub fn ram_bytes(&self) -> Result<Option<u64>> {
+    /// The size in bytes of each of `places` RAM disks, the size shared evenly (`None` on the
+    /// host's disk).
+    pub fn ram_bytes_each(&self, places: usize) -> Result<Option<u64>> {
         let Disk::Ram { size } = self else { return Ok(None) };
         let bytes = crate::sys::units::parse_bytes(size).map_err(|e| anyhow::anyhow!("disk size: {e}"))?;
-        if bytes < 64 << 20 {
+        if bytes < SMALLEST_RAM_DISK {
             anyhow::bail!("disk size '{size}' is too small for a RAM disk: at least 64MB");
         }
-        Ok(Some(bytes))
+        let places = places.max(1) as u64;
+        if bytes / places < SMALLEST_RAM_DISK {
+            anyhow::bail!(
+                "disk size '{size}' gives each of {places} variants (controls included) a RAM disk of less than 64MB; \
+                 give at least {}MB",
+                places * (SMALLEST_RAM_DISK >> 20)
+            );
+        }
+        Ok(Some(bytes / places))
     }
 }
+
+/// The smallest RAM disk a variant gets.
+pub const SMALLEST_RAM_DISK: u64 = 64 << 20;
 
 /// `disk = "ram"` (or `"host"`), or `disk = { model = "ram", size = "4GB" }`.
 impl<'de> Deserialize<'de> for Disk {

@@ -102,14 +102,16 @@ fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<
         None => Instant::now(),
     };
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    // The first variant's disks and server stand for the machine every side shares.
+    // The first variant's disks and server stand for the machine every side shares (its
+    // disk throughput series); each side's record says what its own storage stands on.
     let sampler = sets[0].sampler(spec)?;
     // The slices start where the measured window does; the warm-up alternates too.
     let mut slices =
         Slices::new(of, spec.slice, start + pacings[0].warmup, spec.slice_seed, board).with_shares(&spec.slice_shares);
     for (set, &place) in sets.iter().zip(&places) {
         let devices = crate::telemetry::devices::written_devices(&set.target.watch().volumes);
-        slices = slices.with_disks(place, crate::sys::disk_writes::DiskWrites::open(&devices));
+        let disks = crate::sys::disk_writes::DiskWrites::open(&devices);
+        slices = slices.with_disks(place, disks, spec.disks_of_their_own);
     }
     let bar = ProgressBar::hidden();
     let live = super::live::Live::of(spec)?;
@@ -146,7 +148,8 @@ fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<
     for ((set, result), pacing) in sets.iter().zip(results).zip(&pacings) {
         let (mut side, _) = set.records(vec![result], pacing, &started_at);
         let mut record = side.remove(0);
-        record.telemetry = Some(telemetry.clone());
+        let layers = crate::telemetry::devices::devices(&set.target.watch().volumes).0;
+        record.telemetry = Some(crate::telemetry::Telemetry { layers, ..telemetry.clone() });
         records.push(record);
     }
     Ok(records)

@@ -25,7 +25,7 @@ pub struct Context<'a> {
     pub exe: &'a Path,
     pub out: &'a Path,
     /// The work directory (variants, scratch files), torn down with the study.
-    pub work: &'a Path,
+    pub work: &'a super::workdir::WorkDir,
     /// Where runs publish their live metrics, when the study serves them.
     pub live: Option<&'a Path>,
     pub target: &'a TargetConfig,
@@ -70,54 +70,6 @@ pub fn prepare(ctx: &Context, v: &VariantConfig, dir: &Path, workloads: &[Worklo
         }
     }
     Ok(p)
-}
-
-/// The directory variants set themselves up in, under the output directory: removed at
-/// the end, or by the watchdog or the next dbvs command if this process is killed. On a
-/// RAM disk (`disk = "ram"`), its file system is mounted inside.
-pub struct WorkDir {
-    ram: Option<crate::sys::ramdisk::RamDisk>,
-    /// Undone (a RAM disk unmounted, then the directory removed) before `dir` drops.
-    _lease: crate::sys::lease::Lease,
-    dir: tempfile::TempDir,
-}
-
-impl WorkDir {
-    pub fn new(out: &Path, what: &str, disk: &super::config::Disk) -> Result<Self> {
-        let dir = tempfile::Builder::new().prefix(".work-").tempdir_in(out)?;
-        // Managed servers run as their own system users and must be able to reach their data.
-        std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
-        let mut lease = crate::sys::lease::Lease::new(what)?;
-        lease.push(crate::sys::lease::Step::RemoveDir { path: dir.path().to_path_buf() })?;
-        let ram = match disk.ram_bytes()? {
-            Some(bytes) => Some(ram_disk(dir.path(), bytes, &mut lease)?),
-            None => None,
-        };
-        Ok(Self { ram, _lease: lease, dir })
-    }
-
-    pub fn path(&self) -> &Path {
-        self.ram.as_ref().map_or(self.dir.path(), |r| r.path())
-    }
-
-    /// What the variants' storage stands on, when it is not the host's disk.
-    pub fn disk_model(&self) -> Option<String> {
-        self.ram.as_ref().map(|r| r.describe())
-    }
-}
-
-/// A RAM disk of `bytes` inside `dir`, if this machine has the memory for it.
-fn ram_disk(dir: &Path, bytes: u64, lease: &mut crate::sys::lease::Lease) -> Result<crate::sys::ramdisk::RamDisk> {
-    let available = crate::sys::available_memory()?;
-    if bytes > available / 2 {
-        bail!(
-            "disk = \"ram\" of {:.1} GB would take more than half the memory available now ({:.1} GB); give a \
-             smaller size, e.g. disk = {{ model = \"ram\", size = \"1GB\" }}",
-            bytes as f64 / 1e9,
-            available as f64 / 1e9
-        );
-    }
-    crate::sys::ramdisk::RamDisk::make(dir, bytes, lease)
 }
 
 /// The database a run uses: target, workload, size, seed and encryption. A managed
@@ -368,6 +320,7 @@ impl RunCommand {
         }
         let first = all.remove(0);
         let mut spec = RunSpec { keep_db: first.keep_db, interleave: all, ..run_spec(ctx, first.db, w, &json)? };
+        spec.disks_of_their_own = ctx.work.disks_of_their_own() && sides.iter().all(|(v, _)| v.stores_in_its_place());
         spec.telemetry.live_file = ctx.live.map(|dir| LiveFile {
             path: dir.join(format!("{name}.prom")),
             variants: sides.iter().map(|(v, _)| v.name.clone()).collect(),
@@ -415,7 +368,7 @@ pub fn run_interleaved(
     let of = groups.iter().map(Vec::len).sum();
     let mut places = 0..of;
     let mut ooms = Vec::new();
-    let board = ctx.work.join(format!("{tag}-{}.turns", slug(&w.label())));
+    let board = ctx.work.path().join(format!("{tag}-{}.turns", slug(&w.label())));
     let shared = groups.len() > 1;
     let commands = groups
         .iter()
@@ -505,6 +458,7 @@ fn run_spec(ctx: &Context, db: DbSpec, w: &WorkloadConfig, json: &Path) -> Resul
         slice: Duration::from_secs(1),
         slice_seed: 0,
         slice_shares: vec![],
+        disks_of_their_own: false,
         turns: None,
         clients: ctx.clients.filter(|_| !standalone(w)).cloned(),
         companion: None,

@@ -18,6 +18,7 @@ pub mod spec;
 pub mod start;
 mod summary;
 mod together;
+pub mod workdir;
 
 pub use build::{build, ensure_built};
 pub use spec::{Companion, DbSpec, LimitScope, Limits, LiveFile, PacingSpec, RunSpec, Side, TelemetrySpec};

@@ -1,12 +1,79 @@
-//! What the disks wrote in one place's slices of an interleaved run: the device counters
-//! read when the place's first unit of a slice starts and whenever its last unit in flight
-//! ends, so each slice's writes (its commits' fsyncs, and whatever the machine flushed
-//! meanwhile) count for the place whose slice it was. Background writes land in whichever
-//! slice runs, alike for every place; a per-task count cannot be had (`sys::disk_writes`).
+//! What the disks under one place's database wrote in an interleaved run.
+//!
+//! Where the places share a disk, per slice ([`SliceWrites`]): the device counters read when
+//! the place's first unit of a slice starts and whenever its last unit in flight ends, so
+//! each slice's writes (its commits' fsyncs, and whatever the machine flushed meanwhile)
+//! count for the place whose slice it was. Background writes land in whichever slice runs,
+//! alike for every place; a per-task count cannot be had (`sys::disk_writes`).
+//!
+//! Where each place has disks of its own (each variant's RAM disk model), over its whole
+//! measured window ([`WindowWrites`]): a server's checkpointer and background writer write
+//! in other places' slices too, and those writes are still its own.
 
 use crate::sys::disk_writes::DiskWrites;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
+
+/// How a place's writes are counted.
+pub enum PlaceWrites {
+    Slices(SliceWrites),
+    Window(WindowWrites),
+}
+
+impl PlaceWrites {
+    /// Counts what `disks` write: over the whole window when no other place writes to them.
+    pub fn new(disks: DiskWrites, of_its_own: bool) -> Self {
+        if of_its_own {
+            PlaceWrites::Window(WindowWrites::new(disks))
+        } else {
+            PlaceWrites::Slices(SliceWrites::new(disks))
+        }
+    }
+
+    /// Bytes written in the place's measured window, as its form counts them (`None`
+    /// without disks); `counts` says whether a slice that started then is in the window.
+    pub fn written(&self, counts: impl Fn(u64) -> bool) -> Option<u64> {
+        match self {
+            PlaceWrites::Slices(w) => w.written(counts),
+            PlaceWrites::Window(w) => w.written(),
+        }
+    }
+}
+
+/// What disks no other place writes to wrote from the place's window start to its end.
+pub struct WindowWrites {
+    disks: DiskWrites,
+    /// The counter at the window's start and end, once read.
+    marks: Mutex<(Option<u64>, Option<u64>)>,
+}
+
+impl WindowWrites {
+    pub fn new(disks: DiskWrites) -> Self {
+        Self { disks, marks: Mutex::default() }
+    }
+
+    fn marks(&self) -> std::sync::MutexGuard<'_, (Option<u64>, Option<u64>)> {
+        self.marks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn start(&self) {
+        self.marks().0 = Some(self.disks.bytes());
+    }
+
+    pub fn end(&self) {
+        self.marks().1 = Some(self.disks.bytes());
+    }
+
+    /// Bytes written since the window started, up to its end or now (`None` without disks).
+    pub fn written(&self) -> Option<u64> {
+        if self.disks.is_empty() {
+            return None;
+        }
+        let (from, to) = *self.marks();
+        let Some(from) = from else { return Some(0) };
+        Some(to.unwrap_or_else(|| self.disks.bytes()).saturating_sub(from))
+    }
+}
 
 pub struct SliceWrites {
     disks: DiskWrites,
@@ -128,10 +195,26 @@ mod tests {
     }
 
     #[test]
+    fn disks_of_its_own_count_the_whole_window_other_places_slices_included() {
+        let (d, _) = disk();
+        let w = PlaceWrites::new(DiskWrites::of_stat_files([d.0.path()]), true);
+        let PlaceWrites::Window(window) = &w else { panic!("disks of its own count by window") };
+        d.set(1024);
+        assert_eq!(w.written(|_| true), Some(0), "nothing counts before the window starts");
+        window.start();
+        d.set(8192);
+        assert_eq!(w.written(|_| false), Some(7168), "an open window counts up to now, slices or not");
+        window.end();
+        d.set(64 * 1024);
+        assert_eq!(w.written(|_| true), Some(7168), "writes after the window's end do not count");
+    }
+
+    #[test]
     fn without_disks_there_is_no_figure() {
         let w = SliceWrites::new(DiskWrites::default());
         w.started(0, 0, |_| true);
         w.idle();
         assert_eq!(w.written(|_| true), None);
+        assert_eq!(PlaceWrites::new(DiskWrites::default(), true).written(|_| true), None);
     }
 }

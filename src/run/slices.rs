@@ -16,10 +16,11 @@
 //! ([`Slices::at_work`]). That time runs past the slice's end by the last units' length and
 //! leaves out the wait for the others, so variants with long units and short ones are
 //! timed alike, and windows that start a few milliseconds apart do not favour anyone.
-//! What the disks write is counted per slice too ([`super::slice_writes`]).
+//! What the disks write is counted per slice too, or per window where each variant has
+//! disks of its own ([`super::slice_writes`]).
 
 use super::board::Board;
-use super::slice_writes::SliceWrites;
+use super::slice_writes::PlaceWrites;
 use crate::driver::{IntervalSample, Outcome, UnitRecorder, Worker};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -51,8 +52,8 @@ pub struct Slices {
     weighted: Mutex<Weighted>,
     /// What window marks count from.
     epoch: Instant,
-    /// What the disks under each place's database wrote in its slices, where known.
-    writes: Vec<Option<SliceWrites>>,
+    /// What the disks under each place's database wrote, where known.
+    writes: Vec<Option<PlaceWrites>>,
 }
 
 /// One place's measured window (nanoseconds from the epoch) and its workers' time at work
@@ -86,9 +87,10 @@ impl Slices {
         }
     }
 
-    /// Counts what `disks` write in `place`'s slices ([`Slices::written`]).
-    pub fn with_disks(mut self, place: usize, disks: crate::sys::disk_writes::DiskWrites) -> Self {
-        self.writes[place] = Some(SliceWrites::new(disks));
+    /// Counts what `disks` write in `place`'s slices, or over its whole window when no other
+    /// place writes to them ([`Slices::written`]).
+    pub fn with_disks(mut self, place: usize, disks: crate::sys::disk_writes::DiskWrites, of_its_own: bool) -> Self {
+        self.writes[place] = Some(PlaceWrites::new(disks, of_its_own));
         self
     }
 
@@ -202,7 +204,7 @@ impl Slices {
         let wait = self.wait(variant);
         if !wait.is_zero() {
             self.board.leave(variant);
-        } else if let (true, Some(w)) = (first, &self.writes[variant]) {
+        } else if let (true, Some(PlaceWrites::Slices(w))) = (first, &self.writes[variant]) {
             let now = Instant::now();
             w.started(self.index(now), self.ns(now), |at| self.in_window(variant, at));
         }
@@ -213,7 +215,7 @@ impl Slices {
     /// unit ended inside the variant's measured window, as the unit itself does.
     fn leave(&self, variant: usize, from: Instant) {
         let last = self.board.leave(variant) == 1;
-        if let (true, Some(w)) = (last, &self.writes[variant]) {
+        if let (true, Some(PlaceWrites::Slices(w))) = (last, &self.writes[variant]) {
             w.idle();
         }
         if self.in_window(variant, self.ns(Instant::now())) {
@@ -235,15 +237,21 @@ impl Slices {
     /// `variant`'s measured window starts now.
     pub fn window_start(&self, variant: usize) {
         self.accounts[variant].from.store(self.ns(Instant::now()), Relaxed);
+        if let Some(PlaceWrites::Window(w)) = &self.writes[variant] {
+            w.start();
+        }
     }
 
     /// `variant`'s measured window ends now.
     pub fn window_end(&self, variant: usize) {
         self.accounts[variant].to.store(self.ns(Instant::now()), Relaxed);
+        if let Some(PlaceWrites::Window(w)) = &self.writes[variant] {
+            w.end();
+        }
     }
 
     /// Bytes the disks under `variant`'s database wrote in its slices that started in its
-    /// window (`None` where they are not counted).
+    /// window, or over the window when they are its own (`None` where they are not counted).
     pub fn written(&self, variant: usize) -> Option<u64> {
         self.writes[variant].as_ref()?.written(|at| self.in_window(variant, at))
     }
@@ -401,6 +409,31 @@ mod tests {
 
     fn slices(variants: usize, slice: Duration, origin: Instant, seed: u64) -> Slices {
         Slices::new(variants, slice, origin, seed, Board::local(variants))
+    }
+
+    #[test]
+    fn disks_of_a_place_s_own_count_its_whole_window_and_shared_ones_only_its_slices() {
+        use crate::sys::disk_writes::DiskWrites;
+        let dir = tempfile::tempdir().unwrap();
+        let stat = |name: &str, bytes: u64| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, format!("0 0 0 0 0 0 {} 0\n", bytes / 512)).unwrap();
+            path
+        };
+        let (own, shared) = (stat("own", 0), stat("shared", 0));
+        let s = slices(2, Duration::from_secs(60), Instant::now(), 1)
+            .with_disks(0, DiskWrites::of_stat_files([&own]), true)
+            .with_disks(1, DiskWrites::of_stat_files([&shared]), false);
+        stat("own", 1024);
+        s.window_start(0);
+        s.window_start(1);
+        // Background writes while neither place's units run.
+        stat("own", 5120);
+        stat("shared", 4096);
+        assert_eq!((s.written(0), s.written(1)), (Some(4096), Some(0)));
+        s.window_end(0);
+        stat("own", 9216);
+        assert_eq!(s.written(0), Some(4096), "what is written after the window does not count");
     }
 
     #[test]

@@ -253,6 +253,11 @@ pub struct RunSpec {
     /// gives more to the variants whose intervals are furthest from their target.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub slice_shares: Vec<u32>,
+    /// Each variant's storage is a disk no other variant writes to (each its own RAM disk
+    /// model): an interleaved run then counts what its disks wrote over its whole window,
+    /// background writes in other variants' slices included, not only in its own slices.
+    #[serde(default)]
+    pub disks_of_their_own: bool,
     /// This run takes turns with other run processes too (see `run::start`): its variants'
     /// places in their common schedule. It then waits for a go on stdin before measuring.
     #[serde(default)]
@@ -297,6 +302,7 @@ impl RunSpec {
             slice: default_slice(),
             slice_seed: 0,
             slice_shares: vec![],
+            disks_of_their_own: false,
             turns: None,
             clients: None,
             companion: None,
@@ -438,6 +444,7 @@ mod tests {
             slice: Duration::from_secs(1),
             slice_seed: 0,
             slice_shares: vec![],
+            disks_of_their_own: false,
             turns: None,
             clients: Some(crate::remote::ClientsSpec {
                 hosts: vec!["me@a".into(), "b".into()],

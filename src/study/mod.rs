@@ -27,7 +27,8 @@ use crate::interrupt;
 use crate::record::CanaryResult;
 use crate::record::RunRecord;
 use crate::report::{self, RunRow, StudyReport};
-use crate::run::launch::{self, WorkDir};
+use crate::run::launch;
+use crate::run::workdir::WorkDir;
 use crate::status::Status;
 use crate::store::{Placement, Store};
 use crate::sys::names::slug;
@@ -119,9 +120,11 @@ fn run_blocks(
     let budget = opts.budget.unwrap_or(study.budget);
     let out_dir = opts.out.clone().unwrap_or_else(|| default_out(&study.name, id));
     let started_at = now();
-    let (work, live_dir, live) = open_output(&out_dir, id, opts.metrics_addr.as_deref(), &study.target.disk)?;
+    // A report of what is stored sets nothing up: no RAM disks.
+    let disk = if report_only.is_some() { &crate::run::config::Disk::Host } else { &study.target.disk };
+    let (work, live_dir, live) = open_output(&out_dir, id, opts.metrics_addr.as_deref(), disk, study.variants.len())?;
     let exe = std::env::current_exe()?;
-    let ctx = study.launcher(&exe, &out_dir, work.path(), live_dir.as_deref());
+    let ctx = study.launcher(&exe, &out_dir, &work, live_dir.as_deref());
 
     eprintln!("study {id} '{}': results store {}, output {}", study.name, store.path.display(), out_dir.display());
     if let Some(disk) = work.disk_model() {
@@ -279,12 +282,14 @@ fn open_output(
     id: i64,
     metrics_addr: Option<&str>,
     disk: &crate::run::config::Disk,
+    variants: usize,
 ) -> Result<(WorkDir, Option<PathBuf>, Option<crate::openmetrics::Exporter>)> {
     for sub in ["runs", "logs"] {
         std::fs::create_dir_all(out_dir.join(sub))
             .with_context(|| format!("cannot create {}; choose a writable --out", out_dir.display()))?;
     }
-    let work = WorkDir::new(out_dir, &format!("study {id} work directory"), disk)?;
+    let what = format!("study {id} work directory");
+    let work = WorkDir::new(out_dir, &what, disk, variants)?;
     let live_dir = metrics_addr.is_some().then(|| work.path().join("live"));
     if let Some(dir) = &live_dir {
         std::fs::create_dir_all(dir)?;
@@ -381,7 +386,7 @@ fn run_block(
         }
         got.rows.push(row);
         if scan && value {
-            let c = launch::scan_canary(&a.cfg.name, &a.prepared, ctx.work)?;
+            let c = launch::scan_canary(&a.cfg.name, &a.prepared, ctx.work.path())?;
             if !c.ok {
                 got.leak = Some(leak_message(&c));
             }
@@ -495,7 +500,7 @@ type Skipped = Vec<(VariantConfig, String)>;
 fn set_up_variants(ctx: &launch::Context, study: &StudyFile, work: &WorkDir) -> Result<(Vec<Active>, Skipped)> {
     let (mut active, mut skipped) = (Vec::new(), Vec::new());
     for (i, v) in study.variants.iter().enumerate() {
-        match launch::prepare(ctx, v, &work.path().join(format!("v{i}")), &study.workloads) {
+        match launch::prepare(ctx, v, work.place(i), &study.workloads) {
             Ok(prepared) => active.push(Active::new(v.clone(), prepared)),
             Err(e) if i == 0 => bail!("the baseline variant '{}' cannot run: {e:#}", v.name),
             Err(e) => {

@@ -81,6 +81,20 @@ impl RamDisk {
             self.bytes >> 20
         )
     }
+
+    /// What a study says of one disk per variant: "a RAM disk model for each of 2 variants
+    /// (ext4 on /dev/loop3, /dev/loop4, each over 1024 MB of RAM, readahead 128 KB), not this
+    /// host's disk".
+    pub fn describe_each(disks: &[RamDisk]) -> String {
+        let devices: Vec<&str> = disks.iter().map(|d| d.device.as_str()).collect();
+        format!(
+            "a RAM disk model for each of {} variants (ext4 on {}, each over {} MB of RAM, readahead {READAHEAD_KB} \
+             KB), not this host's disk",
+            disks.len(),
+            devices.join(", "),
+            disks.first().map_or(0, |d| d.bytes >> 20)
+        )
+    }
 }
 
 /// Allocates the image's every byte now (see the module's comment on whose memory it is).

@@ -293,6 +293,13 @@ impl VariantConfig {
         }
     }
 
+    /// Whether all of this variant's storage lies in its place in the work directory, none
+    /// on a path of the user's (which other variants, or anything else, may write to).
+    pub fn stores_in_its_place(&self) -> bool {
+        let elsewhere = |s: &Storage| matches!(s, Storage::Path { .. });
+        !elsewhere(&self.storage) && !self.log_storage.as_ref().is_some_and(elsewhere)
+    }
+
     /// Checks that this host and engine can run the variant; the error names what to install.
     pub fn preflight(&self, engine: Engine) -> Result<()> {
         self.validate()?;

@@ -14,7 +14,8 @@ use std::process::Command;
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(tag = "on", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Storage {
-    /// A directory in the study's work directory, on the host's file system.
+    /// A directory in the variant's place in the study's work directory: on the host's file
+    /// system, or on the variant's RAM disk model (`disk = "ram"`).
     #[default]
     Host,
     /// A fresh ext4 file system (with the `encrypt` feature, for fscrypt) in a sparse image

@@ -276,23 +276,36 @@ fn a_study_on_the_ram_disk_model_reads_from_it_under_its_memory_limit_and_unmoun
     let out = dir.path().join("out");
     let o = dbvs(&["study", &f, "--out", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
-    assert!(stderr(&o).contains("disk: a RAM disk model (ext4 on /dev/loop"), "{}", stderr(&o));
+    let said = stderr(&o);
+    assert!(said.contains("disk: a RAM disk model for each of 2 variants (ext4 on /dev/loop"), "{said}");
     let r = report(&out);
     assert_eq!(r["status"], "completed", "{}", r["cause"]);
     let design = r["design"][0]["disk"].as_str().unwrap();
     assert!(design.contains("a RAM disk model"), "{design}");
     // Every run read from storage: none ran in cache, and each one's bytes read are its own.
     assert_eq!(r["regime"][0]["in_cache"], serde_json::json!([]), "{}", r["regime"]);
+    let mut disks = std::collections::BTreeMap::new();
     for run in std::fs::read_dir(out.join("runs")).unwrap().map(|e| e.unwrap().path()) {
         if run.to_str().unwrap().ends_with("ds2.json") {
             let record: serde_json::Value = serde_json::from_slice(&std::fs::read(&run).unwrap()).unwrap();
-            let read =
-                record[0]["measures"].as_array().unwrap().iter().find(|m| m["name"] == "storage KB read per unit");
-            assert!(read.is_some_and(|m| m["value"].as_f64().unwrap() > 0.0), "{}: {read:?}", run.display());
-            // The copies lived on the RAM disk's file system.
-            assert!(record[0]["target"]["location"].as_str().unwrap().contains("/disk/"), "{}", record[0]["target"]);
+            let measure = |name: &str| {
+                let m = record[0]["measures"].as_array().unwrap().iter().find(|m| m["name"] == name);
+                m.map_or(0.0, |m| m["value"].as_f64().unwrap())
+            };
+            assert!(measure("storage KB read per unit") > 0.0, "{}", run.display());
+            assert!(measure("storage KB written per unit") > 0.0, "{}", run.display());
+            // The copies lived on a RAM disk's file system, the variant's own.
+            let location = record[0]["target"]["location"].as_str().unwrap();
+            assert!(location.contains("/disk/"), "{location}");
+            let layers = record[0]["telemetry"]["layers"].as_array().unwrap();
+            let ram = layers.iter().find(|l| l["mount_point"].as_str().unwrap().ends_with("/disk")).unwrap();
+            let name = run.file_name().unwrap().to_str().unwrap();
+            let variant = if name.contains("plain") { "plain" } else { "fscrypt" };
+            disks.entry(variant).or_insert_with(|| ram["device"].as_str().unwrap().to_string());
         }
     }
+    let devices: std::collections::BTreeSet<_> = disks.values().collect();
+    assert_eq!((disks.len(), devices.len()), (2, 2), "each variant has a RAM disk of its own: {disks:?}");
     no_mounts_under(dir.path());
     let loops = std::process::Command::new("losetup").arg("-a").output().unwrap();
     assert!(!stdout(&loops).contains(dir.path().to_str().unwrap()), "{}", stdout(&loops));

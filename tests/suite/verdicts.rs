@@ -77,10 +77,11 @@ fn validate_runs_the_study_again_with_each_variant_alone_and_sets_every_ratio_be
     let dir = tempfile::tempdir().unwrap();
     let f = write_study(dir.path(), &busy_waits("twins", 2, "", &[("base", "1ms", ""), ("slower", "2ms", "")]));
     let out = dir.path().join("out");
-    let o = ok(&["study", &f, "--validate", "--out", out.to_str().unwrap()]);
+    // A slice length given on the command line is the one checked.
+    let o = ok(&["study", &f, "--validate", "--interleave", "20ms", "--out", out.to_str().unwrap()]);
     let text = stdout(&o);
     let (first, alone) = (report(&out), report(&out.join("alone")));
-    assert_eq!(first["design"][0]["slice"], "100ms", "{}", first["design"]);
+    assert_eq!(first["design"][0]["slice"], "20ms", "{}", first["design"]);
     let why = alone["design"][0]["alone_because"].as_str().unwrap_or_else(|| panic!("{}", alone["design"]));
     assert!(why.contains("--interleave off"), "{why}");
     let ratios: usize =
@@ -99,6 +100,8 @@ fn validate_runs_the_study_again_with_each_variant_alone_and_sets_every_ratio_be
     assert!(!o.status.success() && stderr(&o).contains("from 10ms to 10m"), "{}", stderr(&o));
     let o = dbvs(&["study", &f, "--validate", "--resume", "1"]);
     assert!(!o.status.success() && stderr(&o).contains("--resume"), "{}", stderr(&o));
+    let o = dbvs(&["study", &f, "--validate", "--interleave", "off"]);
+    assert!(!o.status.success() && stderr(&o).contains("drop --interleave off"), "{}", stderr(&o));
 }
 
 /// The tests that take their turn alone (see `common::turn`): `scripts/test` runs them

@@ -264,7 +264,7 @@ impl StudyFile {
         &'a self,
         exe: &'a Path,
         out: &'a Path,
-        work: &'a Path,
+        work: &'a crate::run::workdir::WorkDir,
         live: Option<&'a Path>,
     ) -> crate::run::launch::Context<'a> {
         crate::run::launch::Context {
@@ -321,6 +321,9 @@ impl StudyFile {
         file.check(&places).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
         file.warnings =
             super::controls::resolve(&mut file.variants, file.controls).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
+        // Each variant, its automatic controls included, gets a share of the RAM disk size.
+        let at = places.line(None, "disk");
+        file.target.disk.ram_bytes_each(file.variants.len()).map_err(|e| anyhow::anyhow!("{shown}: {at}{e}"))?;
         file.warnings.extend(file.engine_warnings());
         Ok(file)
     }
@@ -390,7 +393,6 @@ impl StudyFile {
                 );
             }
         }
-        self.target.disk.ram_bytes().map_err(|e| anyhow::anyhow!("{}{e}", at("disk")))?;
         if let Some(t) = &self.aes_table {
             t.check().map_err(|e| anyhow::anyhow!("{}{e}", at("aes_table")))?;
         }

@@ -189,13 +189,15 @@ fn the_disk_is_the_host_s_a_ram_model_or_a_one_line_error() {
     assert_eq!(load(GOOD).unwrap().target.disk, Disk::Host);
     assert_eq!(with("\"ram\"").unwrap().target.disk, Disk::Ram { size: "2GB".into() });
     let sized = with("{ model = \"ram\", size = \"512MB\" }").unwrap().target.disk;
-    assert_eq!((sized.ram_bytes().unwrap(), sized.clone()), (Some(512 << 20), Disk::Ram { size: "512MB".into() }));
+    assert_eq!(sized, Disk::Ram { size: "512MB".into() });
+    assert_eq!(sized.ram_bytes_each(2).unwrap(), Some(256 << 20), "each variant gets an even share");
     for (bad, says) in [
         ("\"ssd\"", "no disk model 'ssd': disk is \"host\", \"ram\" or"),
         ("{ model = \"ram\", sise = \"1GB\" }", "disk is \"host\", \"ram\" or { model = \"ram\", size = \"4GB\" }"),
         ("{ model = \"host\", size = \"1GB\" }", "disk \"host\" takes no size"),
         ("{ model = \"ram\", size = \"1MB\" }", "disk size '1MB' is too small for a RAM disk: at least 64MB"),
         ("{ model = \"ram\", size = \"lots\" }", "disk size:"),
+        ("{ model = \"ram\", size = \"100MB\" }", "gives each of 2 variants (controls included) a RAM disk of less"),
     ] {
         let e = with(bad).unwrap_err().to_string();
         assert!(e.contains(says) && e.contains("line"), "{bad}: {e}");
