@@ -102,8 +102,10 @@ fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<
         None => Instant::now(),
     };
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    // The first variant's disks and server stand for the machine every side shares (its
-    // disk throughput series); each side's record says what its own storage stands on.
+    // The first variant's disks and server stand for the machine every side of this process
+    // shares; every side's record gets its telemetry, storage layers included, though on the
+    // RAM disk model each side has a disk of its own (the sides' own disk writes are counted
+    // per side, by `slices`).
     let sampler = sets[0].sampler(spec)?;
     // The slices start where the measured window does; the warm-up alternates too.
     let mut slices =
@@ -148,8 +150,7 @@ fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<
     for ((set, result), pacing) in sets.iter().zip(results).zip(&pacings) {
         let (mut side, _) = set.records(vec![result], pacing, &started_at);
         let mut record = side.remove(0);
-        let layers = crate::telemetry::devices::devices(&set.target.watch().volumes).0;
-        record.telemetry = Some(crate::telemetry::Telemetry { layers, ..telemetry.clone() });
+        record.telemetry = Some(telemetry.clone());
         records.push(record);
     }
     Ok(records)
