@@ -143,5 +143,6 @@ fn spec(args: &CaptureArgs, traffic: Option<&str>) -> Result<DbSpec> {
         limits: None,
         inject_delay: crate::driver::InjectedSlowdown::None,
         fuse_daemons: vec![],
+        images: vec![],
     })
 }

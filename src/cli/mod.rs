@@ -215,6 +215,7 @@ impl DbArgs {
             limits: None,
             inject_delay: crate::driver::InjectedSlowdown::None,
             fuse_daemons: vec![],
+            images: vec![],
         })
     }
 }

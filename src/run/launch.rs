@@ -117,6 +117,7 @@ fn db_spec(ctx: &Context, p: &Prepared, w: &WorkloadConfig) -> Result<DbSpec> {
         limits: None,
         inject_delay: p.inject_delay,
         fuse_daemons: p.daemons.clone(),
+        images: p.images.clone(),
     })
 }
 
@@ -227,6 +228,7 @@ pub fn run_beside(
         limits: None,
         inject_delay: crate::driver::InjectedSlowdown::None,
         fuse_daemons: vec![],
+        images: vec![],
     };
     let companion = crate::run::Companion { db, pacing: pacing(companion) };
     run_shaped(ctx, v, p, w, tag, false, |spec| spec.companion = Some(companion))

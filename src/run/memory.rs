@@ -8,18 +8,20 @@
 //! The variants' FUSE daemons get a group of their own: sharing their callers' group
 //! deadlocks. Reclaim in the group (v1) waits for the writeback of a dirty FUSE page
 //! (SQLite's mmapped -shm), which only the daemon can finish, while the daemon waits on that
-//! reclaim for memory. Their group holds a quarter of the limit (at least 16MB) for what they
-//! cache of the backing files (gocryptfs's ciphertext), so a FUSE variant still reads from
-//! storage, with a little more memory in all than the others, plus 96MB for the daemons' own
-//! memory: gocryptfs's heap and request buffers grow with the load (the kernel killed it at
-//! 16MB in all, and again at 48MB with 57MB anonymous, on a busy machine; it now runs with
-//! Go's soft limit GOMEMLIMIT) (the mount then fails with "Transport endpoint is
-//! not connected"). Whatever was moved in goes back where it was afterwards.
+//! reclaim for memory. What they cache of the backing files (gocryptfs's ciphertext) is held
+//! to an eighth of the limit (at least 8MB), so a FUSE variant reads from storage with a
+//! little more memory in all than the others; their own memory (gocryptfs's heap and request
+//! buffers, which grow with the load) is theirs beside it ([`super::fuse_cache`]), up to 96MB
+//! (the kernel killed gocryptfs at 16MB in all, and again at 48MB with 57MB anonymous, on a
+//! busy machine; it now runs with Go's soft limit GOMEMLIMIT; a killed daemon's mount fails
+//! with "Transport endpoint is not connected"). Whatever was moved in goes back where it was
+//! afterwards.
 //!
 //! On cgroup v2 a process is in one group, so a run held by a variant's limits (its CPU or
 //! I/O caps, seed 001's slow disk) gets its memory group inside the variant's
 //! ([`Nested`]): v2 applies the variant's limits to everything below them.
 
+use super::fuse_cache::CacheCap;
 use crate::sys::cgroup::{Group, Nested, Version};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -31,8 +33,9 @@ const DAEMONS_GROUP: &str = "run-memory-fuse";
 pub struct MemoryLimit {
     bytes: u64,
     group: Place,
-    /// The FUSE daemons' group ([`daemons_limit`]), made when there are daemons.
-    daemons: Option<Group>,
+    /// The FUSE daemons' group ([`daemons_limit`]) and what holds their cache to its
+    /// share, made when there are daemons.
+    daemons: Option<(Group, CacheCap)>,
     /// Processes moved in, with the group directory each came from.
     moved: Vec<(u32, PathBuf)>,
 }
@@ -54,13 +57,19 @@ impl Place {
     }
 }
 
-/// The FUSE daemons' own memory (heap, request buffers), beside what they cache.
+/// The most the FUSE daemons' own memory (heap, request buffers) may grow to, beside what
+/// they cache.
 const DAEMONS_OWN: u64 = 96 << 20;
 
-/// What the FUSE daemons' group may hold beside a run's limit of `bytes`: its cache share
-/// and the daemons' own memory.
+/// What the FUSE daemons may cache of their backing files under a run's limit of `bytes`.
+fn daemons_cache_share(bytes: u64) -> u64 {
+    (bytes / 8).max(8 << 20)
+}
+
+/// The most the FUSE daemons' group may ever hold beside a run's limit of `bytes`: its cache
+/// share and the daemons' own memory at its largest.
 fn daemons_limit(bytes: u64) -> u64 {
-    (bytes / 4).max(16 << 20) + DAEMONS_OWN
+    daemons_cache_share(bytes) + DAEMONS_OWN
 }
 
 /// A memory group limited to `bytes`.
@@ -98,12 +107,17 @@ impl MemoryLimit {
         if daemons.is_empty() {
             return Ok(());
         }
-        let group = match self.daemons.take() {
-            Some(g) => g,
-            None => limited(DAEMONS_GROUP, daemons_limit(self.bytes))?,
+        let (group, cap) = match self.daemons.take() {
+            Some(made) => made,
+            None => {
+                let group = limited(DAEMONS_GROUP, daemons_limit(self.bytes))?;
+                let dir = group.dir_for("memory.max").to_path_buf();
+                let cap = CacheCap::start(dir, group.version, daemons_cache_share(self.bytes))?;
+                (group, cap)
+            }
         };
         let dir = group.dir_for("memory.max").to_path_buf();
-        self.daemons = Some(group);
+        self.daemons = Some((group, cap));
         self.move_into(&dir, daemons)
     }
 
@@ -139,8 +153,8 @@ impl MemoryLimit {
     /// limit that never bit is visible.
     pub fn record(&self) -> crate::record::LimitsRecord {
         crate::record::LimitsRecord {
-            applied_to: "the run's memory (this process and its server; FUSE daemons in a group of their own with \
-                         a quarter of the limit, at least 16MB, and 96MB for their own memory)"
+            applied_to: "the run's memory (this process and its server; FUSE daemons in a group of their own that \
+                         caches an eighth of the limit, at least 8MB, beside their own memory, up to 96MB)"
                 .into(),
             usage: crate::sys::cgroup::Usage::read(match &self.group {
                 Place::Top(g) => &g.dirs,
@@ -208,9 +222,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_fuse_daemons_get_a_quarter_of_the_limit_at_least_16mb_and_room_of_their_own() {
-        assert_eq!(daemons_limit(1 << 30), (256 + 96) << 20);
-        assert_eq!(daemons_limit(48 << 20), (16 + 96) << 20);
+    fn the_fuse_daemons_cache_an_eighth_of_the_limit_at_least_8mb_beside_room_of_their_own() {
+        assert_eq!(daemons_cache_share(1 << 30), 128 << 20);
+        assert_eq!(daemons_cache_share(32 << 20), 8 << 20);
+        assert_eq!(daemons_limit(1 << 30), (128 + 96) << 20);
     }
 
     #[test]

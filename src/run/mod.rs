@@ -6,6 +6,7 @@ mod build;
 pub mod canary;
 mod companion;
 pub mod config;
+mod fuse_cache;
 mod instances;
 mod interleave;
 pub mod launch;
@@ -171,6 +172,8 @@ impl SetUp {
         }
         let ready = (|| -> Result<_> {
             let meta = ensure_built(target.as_ref(), workload.as_ref())?;
+            // The last run's copy was deleted; its blocks go back to the disk under the image.
+            crate::sys::trim(&spec.db.images)?;
             // Before anything is copied, so every page the run reads is charged to the limit.
             if let Some(m) = memory {
                 // But not the pristine's pages, which the copy reads: a host may page cold ones

@@ -53,6 +53,9 @@ pub struct DbSpec {
     /// The FUSE daemons under the data (gocryptfs, bindfs), which a memory limit takes in.
     #[serde(default)]
     pub fuse_daemons: Vec<u32>,
+    /// The image file systems under the data, trimmed before the fresh copy is made.
+    #[serde(default)]
+    pub images: Vec<PathBuf>,
 }
 
 /// Control groups a run is limited by.
@@ -427,6 +430,7 @@ mod tests {
                 limits: Some(Limits { groups: vec!["/sys/fs/cgroup/x".into()], applies_to: LimitScope::Server }),
                 inject_delay: crate::driver::InjectedSlowdown::None,
                 fuse_daemons: vec![],
+                images: vec![],
             },
             pacing: PacingSpec {
                 load: Load { threads: 4, duration: Some(Duration::from_secs(5)), ..Load::default() },

@@ -142,6 +142,18 @@ pub fn drop_caches() -> Result<()> {
     })
 }
 
+/// Gives the blocks the file systems mounted at `mounts` (loop-mounted images) have freed
+/// back to the storage under their images. A deleted copy's blocks are free inside an image
+/// but still taken in the image file, so without this an image on a small disk (a RAM disk
+/// model's share) fills it a copy at a time, however little the image holds.
+pub fn trim(mounts: &[PathBuf]) -> Result<()> {
+    for m in mounts {
+        run_tool(std::process::Command::new(require("fstrim", "util-linux")?).arg(m))
+            .with_context(|| format!("cannot trim the image file system at {}", m.display()))?;
+    }
+    Ok(())
+}
+
 /// Checks that loop devices can be made here (losetup, and the loop module loaded).
 pub fn require_loop_devices() -> Result<()> {
     require("losetup", "mount")?;
@@ -234,6 +246,47 @@ mod tests {
     fn random_hex_has_two_digits_a_byte() {
         let (a, b) = (random_hex(32), random_hex(32));
         assert!(a.len() == 64 && a.bytes().all(|c| c.is_ascii_hexdigit()) && a != b);
+    }
+
+    /// A 64MB file deleted from an ext4 image still takes its blocks in the image file
+    /// until the file system is trimmed.
+    #[test]
+    fn trimming_an_image_gives_a_deleted_file_s_blocks_back_to_the_disk_under_it() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let image = dir.path().join("ext4.img");
+        std::fs::File::create(&image).unwrap().set_len(256 << 20).unwrap();
+        let mkfs = require("mkfs.ext4", "e2fsprogs").unwrap();
+        run_tool(std::process::Command::new(mkfs).args(["-q", "-F", "-E", "nodiscard"]).arg(&image)).unwrap();
+        let mnt = dir.path().join("mnt");
+        std::fs::create_dir(&mnt).unwrap();
+        run_tool(std::process::Command::new("mount").args(["-o", "loop"]).arg(&image).arg(&mnt)).unwrap();
+        struct Unmount(PathBuf);
+        impl Drop for Unmount {
+            fn drop(&mut self) {
+                let _ = std::process::Command::new("umount").arg(&self.0).status();
+            }
+        }
+        let _mounted = Unmount(mnt.clone());
+        let taken = || {
+            // SAFETY: sync has no preconditions.
+            unsafe { libc::sync() };
+            std::fs::metadata(&image).unwrap().blocks() * 512
+        };
+        let file = mnt.join("copy");
+        std::fs::write(&file, vec![1u8; 64 << 20]).unwrap();
+        let with_file = taken();
+        std::fs::remove_file(&file).unwrap();
+        let deleted = taken();
+        assert!(deleted + (8 << 20) > with_file, "{} MB taken before, {} MB after", with_file >> 20, deleted >> 20);
+        trim(std::slice::from_ref(&mnt)).unwrap();
+        let trimmed = taken();
+        assert!(
+            trimmed + (56 << 20) < with_file,
+            "{} MB taken with the file, {} MB trimmed",
+            with_file >> 20,
+            trimmed >> 20
+        );
     }
 
     #[test]

@@ -138,6 +138,9 @@ pub struct Prepared {
     /// The FUSE daemons serving the stack (gocryptfs, bindfs): a run's memory limit takes
     /// them in, since their page cache is the stack's too.
     pub daemons: Vec<u32>,
+    /// The stack's loop-mounted image file systems, trimmed before each run's fresh copy
+    /// ([`crate::sys::trim`]).
+    pub images: Vec<PathBuf>,
     /// What must still hold for a run on this variant to count (a mount, a key).
     in_force: Vec<InForce>,
     /// Mounts, keyring keys and key files to undo: at tear-down, or, if dbvs is killed,
@@ -226,6 +229,7 @@ impl Prepared {
             encrypted: false,
             cgroups: vec![],
             daemons: vec![],
+            images: vec![],
             in_force: vec![],
             lease: None,
             guards: vec![],

@@ -184,6 +184,7 @@ impl Storage {
                 let (fs, i) = self.image().expect("an image");
                 let mnt = mount_image(dir, fs, i, lease)?;
                 p.in_force.push(InForce::Mount { path: mnt.clone(), fs_type: fs.name });
+                p.images.push(mnt.clone());
                 let ext4 = (fs.name == "ext4").then(|| mnt.clone());
                 Ok(Base { dir: mnt, backing: dir.join(format!("{}.img", fs.name)), ext4 })
             }
