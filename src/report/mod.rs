@@ -52,6 +52,9 @@ pub struct Design {
     /// what that costs the precision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disk: Option<String>,
+    /// When the slices are long for the run: how few turns each variant gets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub few_turns: Option<String>,
 }
 
 impl Design {
@@ -62,8 +65,8 @@ impl Design {
             None => "within one run per block".into(),
         };
         let mut line = self.how_measured(&runs);
-        if let Some(disk) = &self.disk {
-            line = format!("{line}; {disk}");
+        for note in [&self.few_turns, &self.disk].into_iter().flatten() {
+            line = format!("{line}; {note}");
         }
         if self.background.is_empty() {
             return line;
@@ -587,6 +590,7 @@ pub(crate) mod sample {
                 own_processes_because: None,
                 background: vec![],
                 disk: None,
+                few_turns: None,
             }],
             regime: vec![Regime { workload: "ds2".into(), runs: 6, in_cache: vec!["block 2 plain".into()] }],
             aes_table: Some(crate::cipher::table::AesTable {

@@ -67,6 +67,7 @@ impl StudyFile {
             own_processes_because: None,
             background: vec![],
             disk: self.disk_note(w),
+            few_turns: None,
         };
         if let Some(why) = w.why_alone() {
             return alone(why);
@@ -84,8 +85,9 @@ impl StudyFile {
             None if w.memory.is_some() => LIMITED_MEMORY_SLICE,
             None => IN_CACHE_SLICE,
         };
-        let variants_alone =
+        let variants_alone: Vec<String> =
             self.variants.iter().filter_map(|v| Some(format!("{}, alone: {}", v.name, alone_in(v, w)?))).collect();
+        let taking_turns = self.variants.len() - variants_alone.len();
         let own_processes_because = w.a_process_per_variant().then(|| {
             "under the memory limit each has the whole limit and keeps its own cache between its turns, as alone"
                 .to_string()
@@ -104,6 +106,7 @@ impl StudyFile {
             own_processes_because,
             background,
             disk: self.disk_note(w),
+            few_turns: few_turns(slice, taking_turns, w),
         }
     }
 
@@ -120,6 +123,26 @@ impl StudyFile {
                 .into(),
         })
     }
+}
+
+/// Fewer turns per variant in a run's measured window than this leave much of the machine's
+/// noise in each block: the main job (six stacks, 5 s runs) had a per-block noise of 2-3%
+/// with 10 ms slices (about 80 turns each) and of 27-118% with 200 ms slices (about 4).
+const FEW_TURNS: u32 = 10;
+
+/// What the design says when `slice` gives each of `sides` variants fewer than
+/// [`FEW_TURNS`] turns in `w`'s measured window.
+fn few_turns(slice: Duration, sides: usize, w: &WorkloadConfig) -> Option<String> {
+    let window = w.load.window();
+    let turns = (window.as_secs_f64() / (slice.as_secs_f64() * sides.max(1) as f64)) as u32;
+    (turns < FEW_TURNS).then(|| {
+        format!(
+            "each variant gets only about {turns} turns of {} in the {} window, too few for the slices to share the \
+             machine's bursts: a shorter interleave or a longer duration gives more",
+            humantime::format_duration(slice),
+            humantime::format_duration(window)
+        )
+    })
 }
 
 /// Why variant `v` runs alone in each block though `w`'s variants take turns: limits that
@@ -218,6 +241,21 @@ mod tests {
         let off = designs(&format!("name = \"t\"\ninterleave = \"off\"\n[workload]\nname = \"ds2\"\n{variants}"));
         assert!(off[0].background.is_empty() && !off[0].text().contains("background"));
         assert!(designs(&format!("name = \"t\"\n[workload]\nname = \"ds2\"\n{VARIANTS}"))[0].background.is_empty());
+    }
+
+    #[test]
+    fn slices_too_long_for_the_run_say_how_few_turns_each_variant_gets() {
+        let design = |interleave: &str| {
+            designs(&format!(
+                "name = \"t\"\ninterleave = \"{interleave}\"\n[workload]\nname = \"ds2\"\nduration = \"5s\"\n{VARIANTS}"
+            ))
+            .remove(0)
+        };
+        assert_eq!(design("10ms").few_turns, None, "250 turns each");
+        let long = design("500ms");
+        let said = long.few_turns.as_deref().unwrap_or_default();
+        assert!(said.starts_with("each variant gets only about 5 turns of 500ms in the 5s window"), "{said}");
+        assert!(long.text().contains(said), "{}", long.text());
     }
 
     #[test]
