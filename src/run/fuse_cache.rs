@@ -4,13 +4,16 @@
 //! request buffers), which grows with the load. The room they did not use became cache as
 //! well, and a database of twice the run's limit fit in it whole: gocryptfs variants read
 //! next to nothing from storage while the others read on every order. So the limit follows
-//! their own memory: every [`PERIOD`] it is set to what the group holds besides page cache,
-//! plus the share. Should their own memory outgrow the share between two settings, the
-//! kernel pauses them (v1: the group's OOM killer is off; v2: `memory.high` throttles, and
-//! `memory.max` stays the fixed ceiling) until the next setting lets them go on.
+//! their own memory: every [`PERIOD`] it is set to what the group holds besides its
+//! reclaimable page cache, plus the share, never above the group's ceiling. Should their
+//! own memory outgrow the share between two settings, the kernel holds them back until the
+//! next setting: v1 with the group's OOM killer off (a page fault waits; an allocation
+//! inside a system call may fail, only once the cache is gone too), v2 by `memory.high`
+//! (reclaim and throttling; `memory.max` stays the ceiling). At the ceiling a runaway daemon
+//! is killed as before (v1: the OOM killer goes back on).
 
 use crate::sys::cgroup::Version;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -21,34 +24,33 @@ const PERIOD: Duration = Duration::from_millis(50);
 
 /// Changes smaller than this leave the limit as it is (fewer writes, each of which may
 /// reclaim).
-const STEADY: u64 = 1 << 20;
+const MIN_CHANGE: u64 = 1 << 20;
 
-/// The thread that keeps a daemons' group at its own memory plus a cache share; it stops
-/// when dropped.
+/// The thread that keeps a daemons' group at its own memory plus a cache share. Dropped, it
+/// stops and lifts the limit to the ceiling, so no daemon stays held back.
 pub struct CacheCap {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+    cap: Cap,
 }
 
 impl CacheCap {
-    /// Starts following the group at `dir` (its memory controller's directory).
-    pub fn start(dir: PathBuf, version: Version, share: u64) -> anyhow::Result<Self> {
-        let files = Files::of(version);
-        if let Some((file, value)) = files.pause_instead_of_kill {
-            std::fs::write(dir.join(file), value).map_err(|e| {
-                anyhow::anyhow!("cannot turn the FUSE daemons' OOM killer off in {}: {e}", dir.display())
-            })?;
-        }
+    /// Starts following the group at `dir` (its memory controller's directory), whose
+    /// fixed limit is `ceiling`.
+    pub fn start(dir: PathBuf, version: Version, share: u64, ceiling: u64) -> anyhow::Result<Self> {
+        let cap = Cap { dir, files: CapFiles::of(version), share, ceiling };
+        cap.hold_back_instead_of_killing(true)?;
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = stop.clone();
+        let following = cap.clone();
         let thread = std::thread::Builder::new().name("fuse-cache-cap".into()).spawn(move || {
             let mut set = None;
             while !stopped.load(Ordering::Relaxed) {
-                set = files.follow(&dir, share, set);
+                set = following.follow(set);
                 std::thread::sleep(PERIOD);
             }
         })?;
-        Ok(CacheCap { stop, thread: Some(thread) })
+        Ok(CacheCap { stop, thread: Some(thread), cap })
     }
 }
 
@@ -58,47 +60,79 @@ impl Drop for CacheCap {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+        self.cap.lift();
+    }
+}
+
+/// One group's cap: where it is, its files, the cache share and the ceiling.
+#[derive(Clone)]
+struct Cap {
+    dir: PathBuf,
+    files: CapFiles,
+    share: u64,
+    ceiling: u64,
+}
+
+impl Cap {
+    /// Sets the limit for what the group holds now, unless it is within [`MIN_CHANGE`] of
+    /// the last one set; returns the limit in force. (A write the kernel refuses, when it
+    /// cannot reclaim enough at once, is tried again next time.)
+    fn follow(&self, set: Option<u64>) -> Option<u64> {
+        let Some((usage, cache)) = self.read() else { return set };
+        let want = limit_for(usage, cache, self.share).min(self.ceiling);
+        if set.is_some_and(|s| s.abs_diff(want) < MIN_CHANGE) {
+            return set;
+        }
+        if want == self.ceiling {
+            let _ = self.hold_back_instead_of_killing(false);
+        }
+        match std::fs::write(self.dir.join(self.files.cap_file), want.to_string()) {
+            Ok(()) => Some(want),
+            Err(_) => set,
+        }
+    }
+
+    /// What the group holds, and how much of it is page cache reclaim can free (file pages:
+    /// not shared memory, which it cannot without swap).
+    fn read(&self) -> Option<(u64, u64)> {
+        let usage = std::fs::read_to_string(self.dir.join(self.files.usage)).ok()?.trim().parse().ok()?;
+        let stat = std::fs::read_to_string(self.dir.join("memory.stat")).ok()?;
+        Some((usage, stat_field(&stat, "active_file")? + stat_field(&stat, "inactive_file")?))
+    }
+
+    /// v1: whether the group's OOM killer is off (a daemon over the limit waits).
+    fn hold_back_instead_of_killing(&self, hold: bool) -> anyhow::Result<()> {
+        let Some(file) = self.files.oom_control else { return Ok(()) };
+        std::fs::write(self.dir.join(file), if hold { "1" } else { "0" })
+            .map_err(|e| anyhow::anyhow!("cannot set the FUSE daemons' OOM killer in {}: {e}", self.dir.display()))
+    }
+
+    /// The limit back at the ceiling and the OOM killer on.
+    fn lift(&self) {
+        let _ = self.hold_back_instead_of_killing(false);
+        let top = if self.files.cap_file == "memory.high" { "max".to_string() } else { self.ceiling.to_string() };
+        let _ = std::fs::write(self.dir.join(self.files.cap_file), top);
     }
 }
 
 /// The group's files on one cgroup version.
 #[derive(Clone, Copy)]
-struct Files {
+struct CapFiles {
     usage: &'static str,
-    /// The page cache's key in `memory.stat`.
-    cache_key: &'static str,
-    limit: &'static str,
-    pause_instead_of_kill: Option<(&'static str, &'static str)>,
+    /// The limit that follows the daemons' own memory.
+    cap_file: &'static str,
+    oom_control: Option<&'static str>,
 }
 
-impl Files {
-    fn of(version: Version) -> Files {
+impl CapFiles {
+    fn of(version: Version) -> CapFiles {
         match version {
-            Version::V1 => Files {
+            Version::V1 => CapFiles {
                 usage: "memory.usage_in_bytes",
-                cache_key: "cache",
-                limit: "memory.limit_in_bytes",
-                pause_instead_of_kill: Some(("memory.oom_control", "1")),
+                cap_file: "memory.limit_in_bytes",
+                oom_control: Some("memory.oom_control"),
             },
-            Version::V2 => {
-                Files { usage: "memory.current", cache_key: "file", limit: "memory.high", pause_instead_of_kill: None }
-            }
-        }
-    }
-
-    /// Sets the limit for what the group holds now, unless it is within [`STEADY`] of the
-    /// last one set; returns the limit in force. (A write the kernel refuses, when it cannot
-    /// reclaim enough at once, is tried again next time.)
-    fn follow(&self, dir: &Path, share: u64, set: Option<u64>) -> Option<u64> {
-        let usage = read_number(&dir.join(self.usage))?;
-        let cache = stat_field(&std::fs::read_to_string(dir.join("memory.stat")).ok()?, self.cache_key)?;
-        let want = limit_for(usage, cache, share);
-        if set.is_some_and(|s| s.abs_diff(want) < STEADY) {
-            return set;
-        }
-        match std::fs::write(dir.join(self.limit), want.to_string()) {
-            Ok(()) => Some(want),
-            Err(_) => set,
+            Version::V2 => CapFiles { usage: "memory.current", cap_file: "memory.high", oom_control: None },
         }
     }
 }
@@ -106,10 +140,6 @@ impl Files {
 /// The limit that leaves the daemons all they hold besides page cache, and `share` of cache.
 fn limit_for(usage: u64, cache: u64, share: u64) -> u64 {
     usage.saturating_sub(cache) + share
-}
-
-fn read_number(path: &Path) -> Option<u64> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
 /// `key`'s value in a `memory.stat` text (the group's own line, not `total_<key>`).
@@ -123,6 +153,8 @@ fn stat_field(stat: &str, key: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sys::cgroup::{join_on_spawn, Group};
+    use std::path::Path;
 
     #[test]
     fn the_limit_leaves_the_daemons_their_own_memory_and_the_share_of_cache() {
@@ -132,35 +164,63 @@ mod tests {
     }
 
     #[test]
-    fn the_cache_is_read_from_the_group_s_own_line() {
-        let v1 = "cache 1000\nrss 200\ntotal_cache 5000\n";
-        assert_eq!(stat_field(v1, "cache"), Some(1000));
-        let v2 = "anon 300\nfile 4096\nfile_mapped 10\n";
-        assert_eq!(stat_field(v2, "file"), Some(4096));
-        assert_eq!(stat_field(v2, "shmem"), None);
+    fn the_cache_is_read_from_the_group_s_own_lines() {
+        let stat = "active_file 1000\ninactive_file 24\nshmem 77\ntotal_active_file 5000\n";
+        assert_eq!(stat_field(stat, "active_file"), Some(1000));
+        assert_eq!(stat_field(stat, "inactive_file"), Some(24));
+        assert_eq!(stat_field(stat, "file"), None);
     }
 
-    /// A reader in the group reads a file four times its share; the cap keeps what the
-    /// group caches of it near the share, where the fixed limit let it cache it whole.
+    /// A memory group `name` with a ceiling of 256MB, capped with a share of 8MB.
+    fn capped(name: &str) -> (Group, CacheCap) {
+        let version = crate::sys::cgroup::version(&["memory"]).unwrap();
+        let group = Group::create(name, &["memory"]).unwrap();
+        let ceiling = 256 << 20;
+        let fixed = if version == Version::V1 { "memory.limit_in_bytes" } else { "memory.max" };
+        group.set(fixed, &ceiling.to_string()).unwrap();
+        let cap = CacheCap::start(group.dir_for("memory.max").to_path_buf(), version, 8 << 20, ceiling).unwrap();
+        (group, cap)
+    }
+
+    /// Runs `script` (with `arg` as $1) in the group's directory `dir`; whether it succeeded.
+    fn run_in(dir: &Path, script: &str, arg: &Path) -> bool {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", script, "sh"]).arg(arg);
+        join_on_spawn(&mut cmd, &[dir.to_path_buf()]).unwrap();
+        cmd.status().unwrap().success()
+    }
+
+    /// A reader in the group reads a file four times its share through the page cache;
+    /// the cap keeps what the group caches of it near the share, where the fixed limit let
+    /// it cache the file whole.
     #[test]
     fn a_reader_in_a_capped_group_caches_no_more_than_its_share() {
-        let version = crate::sys::cgroup::version(&["memory"]).unwrap();
-        let group = crate::sys::cgroup::Group::create("fuse-cache-test", &["memory"]).unwrap();
+        use std::os::fd::AsRawFd;
+        let (group, cap) = capped("fuse-cache-reader");
         let dir = group.dir_for("memory.max").to_path_buf();
-        let files = Files::of(version);
-        let ceiling = if version == Version::V1 { "memory.limit_in_bytes" } else { "memory.max" };
-        group.set(ceiling, &(256u64 << 20).to_string()).unwrap();
-        let share = 8 << 20;
-        let cap = CacheCap::start(dir.clone(), version, share).unwrap();
         let data = tempfile::NamedTempFile::new_in("/var/tmp").unwrap();
         std::fs::write(data.path(), vec![7u8; 32 << 20]).unwrap();
-        crate::sys::drop_caches().unwrap();
-        let mut reader = std::process::Command::new("sh");
-        reader.args(["-c", "cat \"$1\" \"$1\" > /dev/null", "sh"]).arg(data.path());
-        crate::sys::cgroup::join_on_spawn(&mut reader, std::slice::from_ref(&dir)).unwrap();
-        assert!(reader.status().unwrap().success());
-        let cache = stat_field(&std::fs::read_to_string(dir.join("memory.stat")).unwrap(), files.cache_key).unwrap();
+        // Its pages out of the cache, so the reader's group is charged with them.
+        let file = std::fs::File::open(data.path()).unwrap();
+        file.sync_all().unwrap();
+        // SAFETY: a valid open file descriptor; the advice has no memory-safety effect.
+        assert_eq!(unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) }, 0);
+        assert!(run_in(&dir, "cat \"$1\" \"$1\" > /dev/null", data.path()));
+        let (_, cache) = cap.cap.read().unwrap();
+        let peak = crate::sys::cgroup::Usage::read(std::slice::from_ref(&dir)).memory_peak_mb;
         drop(cap);
-        assert!(cache <= share + 2 * STEADY, "the group caches {} MB with a share of 8 MB", cache >> 20);
+        assert!(peak >= 8.0, "the file was not read through the group's cache (peak {peak} MB)");
+        assert!(cache <= (8 << 20) + 2 * MIN_CHANGE, "the group caches {} MB with a share of 8 MB", cache >> 20);
+    }
+
+    /// A process whose own memory outgrows the share at once is held back until the cap
+    /// follows it, not killed.
+    #[test]
+    fn a_process_that_needs_more_than_the_share_at_once_still_finishes() {
+        let (group, cap) = capped("fuse-cache-grower");
+        let dir = group.dir_for("memory.max").to_path_buf();
+        // dd's 64MB buffer, eight times the share, filled from /dev/zero.
+        assert!(run_in(&dir, "dd if=/dev/zero of=/dev/null bs=64M count=2 2>/dev/null", Path::new("-")));
+        drop(cap);
     }
 }

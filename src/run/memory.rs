@@ -35,7 +35,7 @@ pub struct MemoryLimit {
     group: Place,
     /// The FUSE daemons' group ([`daemons_limit`]) and what holds their cache to its
     /// share, made when there are daemons.
-    daemons: Option<(Group, CacheCap)>,
+    daemons: Option<(CacheCap, Group)>,
     /// Processes moved in, with the group directory each came from.
     moved: Vec<(u32, PathBuf)>,
 }
@@ -107,17 +107,17 @@ impl MemoryLimit {
         if daemons.is_empty() {
             return Ok(());
         }
-        let (group, cap) = match self.daemons.take() {
+        let (cap, group) = match self.daemons.take() {
             Some(made) => made,
             None => {
-                let group = limited(DAEMONS_GROUP, daemons_limit(self.bytes))?;
+                let (share, ceiling) = (daemons_cache_share(self.bytes), daemons_limit(self.bytes));
+                let group = limited(DAEMONS_GROUP, ceiling)?;
                 let dir = group.dir_for("memory.max").to_path_buf();
-                let cap = CacheCap::start(dir, group.version, daemons_cache_share(self.bytes))?;
-                (group, cap)
+                (CacheCap::start(dir, group.version, share, ceiling)?, group)
             }
         };
         let dir = group.dir_for("memory.max").to_path_buf();
-        self.daemons = Some((group, cap));
+        self.daemons = Some((cap, group));
         self.move_into(&dir, daemons)
     }
 
@@ -166,10 +166,16 @@ impl MemoryLimit {
 
 impl Drop for MemoryLimit {
     fn drop(&mut self) {
-        // Back where they were, so the group is empty and can go.
+        // The daemons' cap lifted first: a daemon it held back would stay held elsewhere.
+        let daemons = self.daemons.take().map(|(cap, group)| {
+            drop(cap);
+            group
+        });
+        // Back where they were, so the groups are empty and can go.
         for (pid, from) in self.moved.drain(..).rev() {
             let _ = std::fs::write(from.join("cgroup.procs"), pid.to_string());
         }
+        drop(daemons);
     }
 }
 

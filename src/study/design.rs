@@ -128,14 +128,14 @@ impl StudyFile {
 /// Fewer turns per variant in a run's measured window than this leave much of the machine's
 /// noise in each block: the main job (six stacks, 5 s runs) had a per-block noise of 2-3%
 /// with 10 ms slices (about 80 turns each) and of 27-118% with 200 ms slices (about 4).
-const FEW_TURNS: u32 = 10;
+const FEW_TURNS: u128 = 10;
 
 /// What the design says when `slice` gives each of `sides` variants fewer than
 /// [`FEW_TURNS`] turns in `w`'s measured window.
 fn few_turns(slice: Duration, sides: usize, w: &WorkloadConfig) -> Option<String> {
     let window = w.load.window();
-    let turns = (window.as_secs_f64() / (slice.as_secs_f64() * sides.max(1) as f64)) as u32;
-    (turns < FEW_TURNS).then(|| {
+    let turns = window.as_nanos() / (slice.as_nanos() * sides as u128).max(1);
+    (sides > 1 && turns < FEW_TURNS).then(|| {
         format!(
             "each variant gets only about {turns} turns of {} in the {} window, too few for the slices to share the \
              machine's bursts: a shorter interleave or a longer duration gives more",
