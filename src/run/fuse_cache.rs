@@ -110,7 +110,7 @@ impl Cap {
     /// The limit back at the ceiling and the OOM killer on.
     fn lift(&self) {
         let _ = self.hold_back_instead_of_killing(false);
-        let top = if self.files.cap_file == "memory.high" { "max".to_string() } else { self.ceiling.to_string() };
+        let top = self.files.lifted.map_or_else(|| self.ceiling.to_string(), str::to_string);
         let _ = std::fs::write(self.dir.join(self.files.cap_file), top);
     }
 }
@@ -121,6 +121,8 @@ struct CapFiles {
     usage: &'static str,
     /// The limit that follows the daemons' own memory.
     cap_file: &'static str,
+    /// What lifts the cap, when not the ceiling (v2's `memory.high` has `max`).
+    lifted: Option<&'static str>,
     oom_control: Option<&'static str>,
 }
 
@@ -130,9 +132,12 @@ impl CapFiles {
             Version::V1 => CapFiles {
                 usage: "memory.usage_in_bytes",
                 cap_file: "memory.limit_in_bytes",
+                lifted: None,
                 oom_control: Some("memory.oom_control"),
             },
-            Version::V2 => CapFiles { usage: "memory.current", cap_file: "memory.high", oom_control: None },
+            Version::V2 => {
+                CapFiles { usage: "memory.current", cap_file: "memory.high", lifted: Some("max"), oom_control: None }
+            }
         }
     }
 }
