@@ -377,7 +377,12 @@ pub fn machine(r: &StudyReport) -> Table {
         ]
         .map(String::from),
     );
-    Table { title: "Machine during the runs (window averages)".into(), header, rows }
+    // Taking turns, the variants shared one machine: its figures are the same for each.
+    let title = match r.design.iter().any(|d| d.slice.is_some()) {
+        true => "Machine during the runs (window averages), one machine the variants shared taking turns",
+        false => "Machine during the runs (window averages)",
+    };
+    Table { title: title.into(), header, rows }
 }
 
 /// Per variant (and workload) and device under its volumes: iostat's figures (both the

@@ -102,11 +102,13 @@ fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<
         None => Instant::now(),
     };
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    // The first variant's disks and server stand for the machine every side of this process
-    // shares; every side's record gets its telemetry, storage layers included, though on the
-    // RAM disk model each side has a disk of its own (the sides' own disk writes are counted
-    // per side, by `slices`).
-    let sampler = sets[0].sampler(spec)?;
+    // One sampler watches every side's disks and servers: the machine they share. Each
+    // side's record keeps its own storage layers and the disks under them (on the RAM disk
+    // model each side has a disk of its own; its own disk writes are counted per side, by
+    // `slices`).
+    let own_devices: Vec<_> =
+        sets.iter().map(|set| crate::telemetry::devices::devices(&set.target.watch().volumes)).collect();
+    let sampler = super::sampler(spec, crate::targets::Watch::merged(sets.iter().map(|s| s.target.watch())))?;
     // The slices start where the measured window does; the warm-up alternates too.
     let mut slices =
         Slices::new(of, spec.slice, start + pacings[0].warmup, spec.slice_seed, board).with_shares(&spec.slice_shares);
@@ -147,10 +149,10 @@ fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<
     // The machine during the run, which every side shared.
     let telemetry = sampler.finish(None);
     let mut records = Vec::new();
-    for ((set, result), pacing) in sets.iter().zip(results).zip(&pacings) {
+    for (((set, result), pacing), own) in sets.iter().zip(results).zip(&pacings).zip(own_devices) {
         let (mut side, _) = set.records(vec![result], pacing, &started_at);
         let mut record = side.remove(0);
-        record.telemetry = Some(telemetry.clone());
+        record.telemetry = Some(telemetry.for_side(own));
         records.push(record);
     }
     Ok(records)

@@ -251,7 +251,7 @@ impl SetUp {
         );
         let groups = spec.db.limits.as_ref().map_or(&[][..], |l| &l.groups[..]);
         let limits_before = crate::sys::cgroup::Usage::read(groups);
-        let sampler = self.sampler(spec)?;
+        let sampler = sampler(spec, self.target.watch())?;
         // The instances start together, or `stagger` apart (seed 000's clients, 15 s); the
         // first drives the progress bar.
         let companions = self.companions.as_ref();
@@ -336,20 +336,6 @@ impl SetUp {
         Ok((record, details))
     }
 
-    /// The telemetry sampler for the run, watching this target's disks and server.
-    fn sampler(&self, spec: &RunSpec) -> Result<crate::telemetry::Sampler> {
-        let watch = self.target.watch();
-        crate::telemetry::Sampler::start(crate::telemetry::Options {
-            interval: spec.telemetry.sample_interval,
-            power: spec.telemetry.power.clone(),
-            idle: spec.telemetry.idle_power,
-            volumes: watch.volumes,
-            server_pid_files: watch.server_pid_files,
-            server_note: watch.note,
-            peak_minutes: spec.telemetry.peak_minutes,
-        })
-    }
-
     /// Each instance's record, with its post-run checks; the first instance's summary lines.
     fn records(
         &self,
@@ -383,6 +369,20 @@ impl SetUp {
         }
         (records, details)
     }
+}
+
+/// The telemetry sampler for a run, watching what `watch` names: a target's disks and
+/// server, or every side's of an interleaved run.
+fn sampler(spec: &RunSpec, watch: crate::targets::Watch) -> Result<crate::telemetry::Sampler> {
+    crate::telemetry::Sampler::start(crate::telemetry::Options {
+        interval: spec.telemetry.sample_interval,
+        power: spec.telemetry.power.clone(),
+        idle: spec.telemetry.idle_power,
+        volumes: watch.volumes,
+        server_pid_files: watch.server_pid_files,
+        server_note: watch.note,
+        peak_minutes: spec.telemetry.peak_minutes,
+    })
 }
 
 /// The engine settings `spec` asks for, read back from the engine on `copy`.

@@ -138,6 +138,24 @@ impl Watch {
             },
         }
     }
+
+    /// What several targets that share a run (an interleaved run's sides) have between them:
+    /// every volume once and every server's pid files; the first one's note.
+    pub fn merged(all: impl IntoIterator<Item = Watch>) -> Watch {
+        let mut merged = Watch { volumes: vec![], server_pid_files: vec![], note: "" };
+        for (i, w) in all.into_iter().enumerate() {
+            if i == 0 {
+                merged.note = w.note;
+            }
+            for v in w.volumes {
+                if !merged.volumes.contains(&v) {
+                    merged.volumes.push(v);
+                }
+            }
+            merged.server_pid_files.extend(w.server_pid_files);
+        }
+        merged
+    }
 }
 
 /// A server process dbvs started. Kept alive by every database handed out from it, and
@@ -523,6 +541,18 @@ pub fn read_meta(conn: &mut Connection) -> Result<Option<BuildMeta>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn merged_watches_name_every_volume_once_and_every_server() {
+        let watch = |dir: &str, pid: &str| Watch {
+            volumes: vec![("data".into(), PathBuf::from(dir))],
+            server_pid_files: vec![PathBuf::from(pid)],
+            note: "",
+        };
+        let m = Watch::merged([watch("/a", "/a.pid"), watch("/b", "/b.pid"), watch("/a", "/c.pid")]);
+        assert_eq!(m.volumes, [("data".to_string(), PathBuf::from("/a")), ("data".to_string(), PathBuf::from("/b"))]);
+        assert_eq!(m.server_pid_files, ["/a.pid", "/b.pid", "/c.pid"].map(PathBuf::from));
+    }
 
     #[test]
     fn only_local_databases_of_dead_processes_are_orphans() {

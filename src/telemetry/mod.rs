@@ -135,6 +135,19 @@ impl Telemetry {
     }
 }
 
+impl Telemetry {
+    /// One side's view of a run several shared (an interleaved run's sampler watches every
+    /// side's volumes): the side's own storage layers (`devices::devices` of its volumes) and
+    /// only the disks under them; the machine-wide figures as they are.
+    pub fn for_side(&self, (layers, devices): (Vec<devices::Layer>, Vec<String>)) -> Telemetry {
+        let mut t = self.clone();
+        let own = |s: &mut Sample| s.disks.retain(|d, _| devices.contains(d));
+        t.samples.iter_mut().chain(t.window.iter_mut()).chain(t.peak_tail.iter_mut()).for_each(own);
+        (t.layers, t.devices) = (layers, devices);
+        t
+    }
+}
+
 /// Raw counters at one instant.
 struct Reading {
     at: Instant,
@@ -466,5 +479,36 @@ mod tests {
         assert!(w.cpu_busy_pct > 0.1 * got_pct, "{w:?}");
         assert_eq!((r.power.idle_w, r.power.window_w, r.power.per_watt), (Some(50.0), Some(50.0), Some(12.0)));
         assert!(r.sampler_cpu_pct < 50.0);
+    }
+
+    #[test]
+    fn a_side_keeps_its_own_layers_and_the_disks_under_them() {
+        let sample = || Sample {
+            disks: ["vda", "loop3", "loop4"].map(|d| (d.to_string(), DiskRates::default())).into(),
+            ..Default::default()
+        };
+        let layer = |device: &str| devices::Layer {
+            mount_point: format!("/mnt/{device}"),
+            fs_type: "ext4".into(),
+            device: Some(device.into()),
+            volume: "data".into(),
+            read_ahead_kb: None,
+        };
+        let shared = Telemetry {
+            layers: vec![layer("loop3")],
+            devices: vec!["loop3".into(), "loop4".into(), "vda".into()],
+            samples: vec![sample(), sample()],
+            window: Some(sample()),
+            peak_tail: Some(sample()),
+            ..Default::default()
+        };
+        let side = shared.for_side((vec![layer("loop4")], vec!["loop4".into()]));
+        assert_eq!(side.layers, vec![layer("loop4")]);
+        assert_eq!(side.devices, ["loop4"]);
+        let all = side.samples.iter().chain(&side.window).chain(&side.peak_tail);
+        for s in all {
+            assert_eq!(s.disks.keys().collect::<Vec<_>>(), ["loop4"]);
+        }
+        assert_eq!(side.samples.len(), 2);
     }
 }

@@ -134,4 +134,31 @@ mod alone {
         assert!(md.contains("## Machine during the runs") && md.contains("OPM/W"), "{md}");
         assert!(md.contains("under fuse.gocryptfs"), "{md}");
     }
+
+    #[test]
+    fn variants_taking_turns_each_report_their_own_storage_layers() {
+        let _turn = turn();
+        let dir = tempfile::tempdir().unwrap();
+        let study = dir.path().join("s.toml");
+        // On the RAM disk model each variant has a disk of its own, so each side's disk table
+        // must name its own device, under its own layers.
+        std::fs::write(
+            &study,
+            "name = \"turns\"\nblocks = { min = 2, max = 2 }\ntarget = { disk = { model = \"ram\", size = \"256MB\" } }\n\
+             [workload]\nname = \"ds2\"\nsize = \"1MB\"\nduration = \"1.5s\"\nwarmup = \"0.3s\"\n\
+             [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
+             [[variants]]\nname = \"gocryptfs\"\nkind = \"gocryptfs\"\n",
+        )
+        .unwrap();
+        let out = dir.path().join("out");
+        ok(&["study", study.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+        let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+        assert!(r["design"][0]["slice"].is_string(), "the variants took turns: {}", r["design"]);
+        let t = |i: usize| r["variants"][i]["telemetry"].clone();
+        let disks = |i: usize| t(i)["window"]["disks"].as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(t(0)["layers"][0]["fs_type"], "ext4", "{}", t(0));
+        assert_eq!(t(1)["layers"][0]["fs_type"], "fuse.gocryptfs", "{}", t(1));
+        assert!(!disks(0).is_empty() && !disks(1).is_empty(), "{} {}", t(0), t(1));
+        assert!(disks(0).iter().all(|d| !disks(1).contains(d)), "each its own disk: {:?} {:?}", disks(0), disks(1));
+    }
 }
