@@ -203,8 +203,11 @@ fn server_ticks(pid_files: &[PathBuf]) -> BTreeMap<u32, u64> {
     pid_files.iter().filter_map(|f| server_pid(f)).flat_map(tree_ticks).collect()
 }
 
-/// CPU time the processes `pids` have used so far, every thread's (the scheduler's
-/// nanosecond account: a short window's few milliseconds are not rounded to ticks).
+/// CPU time the processes `pids` have used so far: every live thread's (the scheduler's
+/// nanosecond account: a short window's few milliseconds are not rounded to ticks), and
+/// that of their children that ended (their parents' account, in ticks). PostgreSQL's
+/// backends end with their connections, and in a fixed-work run they do before its window
+/// does: without theirs, the window's end could count less than its start.
 pub fn cpu_time(pids: &[u32]) -> Duration {
     let thread = |path: std::path::PathBuf| -> u64 {
         let text = std::fs::read_to_string(path.join("schedstat")).unwrap_or_default();
@@ -215,7 +218,9 @@ pub fn cpu_time(pids: &[u32]) -> Duration {
         .filter_map(|pid| std::fs::read_dir(format!("/proc/{pid}/task")).ok())
         .flat_map(|tasks| tasks.flatten().map(|t| thread(t.path())))
         .sum();
-    Duration::from_nanos(ns)
+    let reaped: u64 =
+        pids.iter().filter_map(|pid| proc::parse_reaped_children_cpu(&read(&format!("/proc/{pid}/stat")))).sum();
+    Duration::from_nanos(ns) + Duration::from_secs_f64(reaped as f64 / ticks_per_s())
 }
 
 /// The pid on the first line of a server's pid file.
@@ -510,5 +515,24 @@ mod tests {
             assert_eq!(s.disks.keys().collect::<Vec<_>>(), ["loop4"]);
         }
         assert_eq!(side.samples.len(), 2);
+    }
+
+    #[test]
+    fn the_cpu_of_a_child_that_ended_still_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let done = dir.path().join("done");
+        // A child burns one second of CPU (its CPU limit ends it), its parent waits for it
+        // and lives on: the parent's count must hold the child's second.
+        let script = format!("(ulimit -t 1; while :; do :; done); touch {}; sleep 30", done.display());
+        let mut parent = std::process::Command::new("sh").args(["-c", &script]).spawn().unwrap();
+        let t = Instant::now();
+        while !done.exists() && t.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let counted = cpu_time(&[parent.id()]);
+        parent.kill().unwrap();
+        parent.wait().unwrap();
+        assert!(done.exists(), "the child never ended");
+        assert!(counted >= Duration::from_millis(900), "{counted:?}");
     }
 }

@@ -58,6 +58,16 @@ pub fn parse_pid_cpu(text: &str) -> Option<(u64, u32)> {
     Some((utime + stime, ppid))
 }
 
+/// cutime + cstime of a process (ticks): what its children that ended and were waited for
+/// used, theirs included.
+pub fn parse_reaped_children_cpu(text: &str) -> Option<u64> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let cutime: u64 = f.get(13)?.parse().ok()?;
+    let cstime: u64 = f.get(14)?.parse().ok()?;
+    Some(cutime + cstime)
+}
+
 /// MemAvailable, Dirty and Cached from /proc/meminfo, in MB.
 pub fn parse_meminfo(text: &str) -> BTreeMap<&str, f64> {
     text.lines()

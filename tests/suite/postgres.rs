@@ -58,6 +58,27 @@ fn a_managed_postgres_starts_runs_and_stops() {
 }
 
 #[test]
+fn a_fixed_work_run_counts_the_cpu_of_backends_that_ended_before_its_window() {
+    let _turn = share();
+    let dir = reachable_tempdir();
+    let (data, json) = (dir.path().join("pg"), dir.path().join("r.json"));
+    // A fixed amount of work (seed 002's shape): each user's backend ends with its
+    // connection, before the window does; its CPU must still be the server's.
+    let fixed = ["--workload", "tpcc", "--size", "1", "--users", "2", "--iterations", "100"];
+    ok(&["run", "--target", "managed-postgres", "--data-dir", data.to_str().unwrap()]
+        .into_iter()
+        .chain(fixed)
+        .chain(["--no-store", "--json", json.to_str().unwrap()])
+        .collect::<Vec<_>>());
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(r["status"], "completed");
+    let m = r["measures"].as_array().unwrap().iter().find(|m| m["name"] == "server CPU per unit");
+    let per_unit_ms = m.and_then(|m| m["value"].as_f64()).unwrap_or_else(|| panic!("{}", r["measures"]));
+    // Every TPC-C transaction takes the server well over 0.05 ms of CPU.
+    assert!(per_unit_ms > 0.05, "{per_unit_ms} ms per transaction");
+}
+
+#[test]
 fn under_a_memory_limit_a_managed_postgres_gets_a_quarter_of_it_as_shared_buffers() {
     let _share = share();
     let dir = reachable_tempdir();
