@@ -133,9 +133,7 @@ impl Telemetry {
         }
         out
     }
-}
 
-impl Telemetry {
     /// One side's view of a run several shared (an interleaved run's sampler watches every
     /// side's volumes): the side's own storage layers (`devices::devices` of its volumes) and
     /// only the disks under them; the machine-wide figures as they are.

@@ -103,24 +103,28 @@ mod alone {
         }
     }
 
+    /// Runs a study of plain against gocryptfs, DS2 on 1MB in two blocks of short runs, with
+    /// `settings` at its top; its report.json and report.md.
+    fn plain_and_gocryptfs(settings: &str) -> (Value, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let study = dir.path().join("s.toml");
+        let body = "blocks = { min = 2, max = 2 }\n\
+             [workload]\nname = \"ds2\"\nsize = \"1MB\"\nduration = \"1.5s\"\nwarmup = \"0.3s\"\n\
+             [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
+             [[variants]]\nname = \"gocryptfs\"\nkind = \"gocryptfs\"\n";
+        std::fs::write(&study, format!("name = \"tel\"\n{settings}{body}")).unwrap();
+        let out = dir.path().join("out");
+        ok(&["study", study.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+        let report = std::fs::read_to_string(out.join("report.json")).unwrap();
+        (serde_json::from_str(&report).unwrap(), std::fs::read_to_string(out.join("report.md")).unwrap())
+    }
+
     #[test]
     fn a_study_report_has_machine_and_disk_tables_down_to_the_backing_device() {
         let _turn = turn();
-        let dir = tempfile::tempdir().unwrap();
-        let study = dir.path().join("s.toml");
         // Each variant alone: the machine's power and work per watt are then each variant's own
         // (taking turns, they share one machine's watts).
-        std::fs::write(
-            &study,
-            "name = \"tel\"\npower = \"cmd:echo 60\"\nidle_power = \"0.3s\"\nblocks = { min = 2, max = 2 }\ninterleave = \"off\"\n\
-             [workload]\nname = \"ds2\"\nsize = \"1MB\"\nduration = \"1.5s\"\nwarmup = \"0.3s\"\n\
-             [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
-             [[variants]]\nname = \"gocryptfs\"\nkind = \"gocryptfs\"\n",
-        )
-        .unwrap();
-        let out = dir.path().join("out");
-        ok(&["study", study.to_str().unwrap(), "--out", out.to_str().unwrap()]);
-        let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+        let (r, md) = plain_and_gocryptfs("power = \"cmd:echo 60\"\nidle_power = \"0.3s\"\ninterleave = \"off\"\n");
         for v in r["variants"].as_array().unwrap() {
             let t = &v["telemetry"];
             assert_eq!(t["runs"], 2, "{t}");
@@ -130,7 +134,6 @@ mod alone {
         let layers = &r["variants"][1]["telemetry"]["layers"];
         assert_eq!(layers[0]["fs_type"], "fuse.gocryptfs", "{layers}");
         assert!(layers[1]["device"].is_string(), "the backing device: {layers}");
-        let md = std::fs::read_to_string(out.join("report.md")).unwrap();
         assert!(md.contains("## Machine during the runs") && md.contains("OPM/W"), "{md}");
         assert!(md.contains("under fuse.gocryptfs"), "{md}");
     }
@@ -138,21 +141,9 @@ mod alone {
     #[test]
     fn variants_taking_turns_each_report_their_own_storage_layers() {
         let _turn = turn();
-        let dir = tempfile::tempdir().unwrap();
-        let study = dir.path().join("s.toml");
         // On the RAM disk model each variant has a disk of its own, so each side's disk table
         // must name its own device, under its own layers.
-        std::fs::write(
-            &study,
-            "name = \"turns\"\nblocks = { min = 2, max = 2 }\ntarget = { disk = { model = \"ram\", size = \"256MB\" } }\n\
-             [workload]\nname = \"ds2\"\nsize = \"1MB\"\nduration = \"1.5s\"\nwarmup = \"0.3s\"\n\
-             [[variants]]\nname = \"plain\"\nkind = \"plain\"\n\
-             [[variants]]\nname = \"gocryptfs\"\nkind = \"gocryptfs\"\n",
-        )
-        .unwrap();
-        let out = dir.path().join("out");
-        ok(&["study", study.to_str().unwrap(), "--out", out.to_str().unwrap()]);
-        let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+        let (r, _) = plain_and_gocryptfs("target = { disk = { model = \"ram\", size = \"256MB\" } }\n");
         assert!(r["design"][0]["slice"].is_string(), "the variants took turns: {}", r["design"]);
         let t = |i: usize| r["variants"][i]["telemetry"].clone();
         let disks = |i: usize| t(i)["window"]["disks"].as_object().unwrap().keys().cloned().collect::<Vec<_>>();
