@@ -106,21 +106,21 @@ fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<
     // side's record keeps its own storage layers and the disks under them (on the RAM disk
     // model each side has a disk of its own; its own disk writes are counted per side, by
     // `slices`).
-    let own_devices: Vec<_> =
-        sets.iter().map(|set| crate::telemetry::devices::devices(&set.target.watch().volumes)).collect();
-    let sampler = super::sampler(spec, crate::targets::Watch::merged(sets.iter().map(|s| s.target.watch())))?;
+    let watches: Vec<crate::targets::Watch> = sets.iter().map(|set| set.target.watch()).collect();
+    let own_devices: Vec<_> = watches.iter().map(|w| crate::telemetry::devices::devices(&w.volumes)).collect();
+    let sampler = super::sampler(spec, crate::targets::Watch::merged(&watches))?;
     // The slices start where the measured window does; the warm-up alternates too.
     let mut slices =
         Slices::new(of, spec.slice, start + pacings[0].warmup, spec.slice_seed, board).with_shares(&spec.slice_shares);
-    for (set, &place) in sets.iter().zip(&places) {
-        let devices = crate::telemetry::devices::written_devices(&set.target.watch().volumes);
+    for (watch, &place) in watches.iter().zip(&places) {
+        let devices = crate::telemetry::devices::written_devices(&watch.volumes);
         let disks = crate::sys::disk_writes::DiskWrites::open(&devices);
         slices = slices.with_disks(place, disks, spec.disks_of_their_own);
     }
     let bar = ProgressBar::hidden();
     let live = super::live::Live::of(spec)?;
     let live = &live;
-    let servers: Vec<Vec<PathBuf>> = sets.iter().map(|set| set.target.watch().server_pid_files).collect();
+    let servers: Vec<Vec<PathBuf>> = watches.into_iter().map(|w| w.server_pid_files).collect();
     let results: Vec<driver::RunResult> = std::thread::scope(|s| {
         let handles: Vec<_> = sets
             .iter()

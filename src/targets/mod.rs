@@ -141,20 +141,15 @@ impl Watch {
 
     /// What several targets that share a run (an interleaved run's sides) have between them:
     /// every volume once and every server's pid files; the first one's note.
-    pub fn merged(all: impl IntoIterator<Item = Watch>) -> Watch {
-        let mut merged = Watch { volumes: vec![], server_pid_files: vec![], note: "" };
-        for (i, w) in all.into_iter().enumerate() {
-            if i == 0 {
-                merged.note = w.note;
+    pub fn merged(all: &[Watch]) -> Watch {
+        let mut volumes = Vec::new();
+        for v in all.iter().flat_map(|w| &w.volumes) {
+            if !volumes.contains(v) {
+                volumes.push(v.clone());
             }
-            for v in w.volumes {
-                if !merged.volumes.contains(&v) {
-                    merged.volumes.push(v);
-                }
-            }
-            merged.server_pid_files.extend(w.server_pid_files);
         }
-        merged
+        let server_pid_files = all.iter().flat_map(|w| w.server_pid_files.iter().cloned()).collect();
+        Watch { volumes, server_pid_files, note: all.first().map_or("", |w| w.note) }
     }
 }
 
@@ -549,7 +544,7 @@ mod tests {
             server_pid_files: vec![PathBuf::from(pid)],
             note: "",
         };
-        let m = Watch::merged([watch("/a", "/a.pid"), watch("/b", "/b.pid"), watch("/a", "/c.pid")]);
+        let m = Watch::merged(&[watch("/a", "/a.pid"), watch("/b", "/b.pid"), watch("/a", "/c.pid")]);
         assert_eq!(m.volumes, [("data".to_string(), PathBuf::from("/a")), ("data".to_string(), PathBuf::from("/b"))]);
         assert_eq!(m.server_pid_files, ["/a.pid", "/b.pid", "/c.pid"].map(PathBuf::from));
     }
