@@ -12,10 +12,12 @@
 //! A worker starts units only in its variant's slices, and only once every other variant's
 //! units have finished ([`super::board`]), so no two variants ever share the machine
 //! ([`Sliced`]). A variant's rate is its units over its workers' time at work inside its
-//! measured window: from each unit's start to the end of the driver's bookkeeping for it
-//! ([`Slices::at_work`]). That time runs past the slice's end by the last units' length and
-//! leaves out the wait for the others, so variants with long units and short ones are
-//! timed alike, and windows that start a few milliseconds apart do not favour anyone.
+//! measured window ([`Slices::at_work`]): a worker's whole time but its waits for its turn,
+//! each unit's cycle counted from its start to the next unit's start or the next wait, so
+//! with its think time or keying pause, as a user's cycle is alone. That time runs past the
+//! slice's end by the last units' length (and their think times) and leaves out the wait for
+//! the others, so variants with long units and short ones are timed alike, and windows that
+//! start a few milliseconds apart do not favour anyone.
 //! What the disks write is counted per slice too, or per window where each variant has
 //! disks of its own ([`super::slice_writes`]).
 
@@ -211,16 +213,18 @@ impl Slices {
         wait
     }
 
-    /// A worker of `variant` at work from `from` until now stops; its time counts when the
-    /// unit ended inside the variant's measured window, as the unit itself does.
-    fn leave(&self, variant: usize, from: Instant) {
+    /// A worker of `variant` ends its unit; returns whether the unit ended inside the
+    /// variant's measured window (then it counts, and so does its time at work).
+    fn leave(&self, variant: usize) -> bool {
         let last = self.board.leave(variant) == 1;
         if let (true, Some(PlaceWrites::Slices(w))) = (last, &self.writes[variant]) {
             w.idle();
         }
-        if self.in_window(variant, self.ns(Instant::now())) {
-            self.accounts[variant].at_work_ns.fetch_add(from.elapsed().as_nanos() as u64, Relaxed);
-        }
+        self.in_window(variant, self.ns(Instant::now()))
+    }
+
+    fn add_at_work(&self, variant: usize, took: Duration) {
+        self.accounts[variant].at_work_ns.fetch_add(took.as_nanos() as u64, Relaxed);
     }
 
     /// Whether `at` (nanoseconds from the epoch) falls in `variant`'s measured window.
@@ -337,34 +341,50 @@ pub struct Sliced<'a> {
     pub inner: Box<dyn Worker + 'a>,
     pub slices: &'a Slices,
     pub variant: usize,
-    /// When this worker's current unit started, while it is at work.
-    at_work_since: Option<Instant>,
+    /// When this worker's current unit started, while it runs.
+    in_unit: Option<Instant>,
+    /// The last unit's cycle, not yet counted: when the unit started, and whether it ended
+    /// inside the window. It runs on through the think time or pause after the unit, to the
+    /// next unit's start or the next wait for a turn.
+    cycle: Option<(Instant, bool)>,
 }
 
 impl<'a> Sliced<'a> {
     pub fn new(inner: Box<dyn Worker + 'a>, slices: &'a Slices, variant: usize) -> Self {
-        Self { inner, slices, variant, at_work_since: None }
+        Self { inner, slices, variant, in_unit: None, cycle: None }
     }
 
     /// Waits until this worker may start a unit (its slice, the others' last units ended);
     /// returns how long that took.
     fn start_work(&mut self) -> Duration {
         let asked = Instant::now();
+        let mut waited = false;
         loop {
             let wait = self.slices.enter(self.variant);
             if wait.is_zero() {
                 break;
             }
+            waited = true;
             std::thread::sleep(wait);
         }
         let now = Instant::now();
-        self.at_work_since = Some(now);
+        self.end_cycle(if waited { asked } else { now });
+        self.in_unit = Some(now);
         now - asked
     }
 
     fn stop_work(&mut self) {
-        if let Some(since) = self.at_work_since.take() {
-            self.slices.leave(self.variant, since);
+        if let Some(since) = self.in_unit.take() {
+            self.cycle = Some((since, self.slices.leave(self.variant)));
+        }
+    }
+
+    /// The last unit's cycle ends `at`: its time at work counts if the unit did.
+    fn end_cycle(&mut self, at: Instant) {
+        if let Some((since, counts)) = self.cycle.take() {
+            if counts {
+                self.slices.add_at_work(self.variant, at.saturating_duration_since(since));
+            }
         }
     }
 }
@@ -381,15 +401,23 @@ impl Worker for Sliced<'_> {
         self.inner.run_unit(rec)
     }
 
-    /// A worker with no pause of its own sleeps until its next slice.
+    /// A worker with no pause of its own sleeps until its next slice: a wait, not work. A
+    /// pause of its own (TPC-C's keying time) is part of its cycle, as alone.
     fn pause(&mut self) -> anyhow::Result<Duration> {
         let own = self.inner.pause()?;
-        Ok(if own.is_zero() { self.slices.wait(self.variant) } else { own })
+        if !own.is_zero() {
+            return Ok(own);
+        }
+        let wait = self.slices.wait(self.variant);
+        if !wait.is_zero() {
+            self.end_cycle(Instant::now());
+        }
+        Ok(wait)
     }
 
     /// The unit (with what the driver did after it: an injected busy-wait, its counting)
-    /// ends here, so the time at work spans from its start to here, and a think time
-    /// after it holds no one up.
+    /// ends here, so the other variants may start theirs: a think time after it holds no
+    /// one up, though it counts in this worker's cycle.
     fn unit_done(&mut self) {
         self.stop_work();
         self.inner.unit_done();
@@ -400,6 +428,7 @@ impl Drop for Sliced<'_> {
     /// A worker that stops mid-slice must not hold the others back.
     fn drop(&mut self) {
         self.stop_work();
+        self.end_cycle(Instant::now());
     }
 }
 
@@ -508,7 +537,7 @@ mod tests {
         assert_eq!(s.enter(first), Duration::ZERO, "slice 0 is the first variant's");
         std::thread::sleep(s.start(1).saturating_duration_since(Instant::now()) + Duration::from_millis(2));
         assert_eq!(s.enter(second), DRAIN_POLL, "the first variant's unit still runs");
-        s.leave(first, Instant::now());
+        s.leave(first);
         assert_eq!(s.enter(second), Duration::ZERO);
         assert!(s.enter(first) > Duration::ZERO, "the first variant's slice is over");
     }
@@ -531,14 +560,37 @@ mod tests {
         assert!((second.per_min - 80.0 / 0.55 * 60.0).abs() < 1e-6, "{}", second.per_min);
     }
 
+    /// A worker whose units take `unit` and who pauses `pause` before each, as the driver
+    /// runs it: its pause, then its unit, then `unit_done`.
+    struct Paced {
+        unit: Duration,
+        pause: Duration,
+    }
+
+    impl Worker for Paced {
+        fn run_unit(&mut self, _: &mut UnitRecorder) -> anyhow::Result<Outcome> {
+            std::thread::sleep(self.unit);
+            Ok(Outcome::Committed)
+        }
+
+        fn pause(&mut self) -> anyhow::Result<Duration> {
+            Ok(self.pause)
+        }
+    }
+
+    fn cycle(w: &mut Sliced) {
+        std::thread::sleep(w.pause().unwrap());
+        w.run_unit(&mut UnitRecorder::default()).unwrap();
+        w.unit_done();
+    }
+
     #[test]
     fn time_at_work_counts_the_units_that_end_inside_the_window() {
         let s = slices(1, Duration::from_secs(100), Instant::now(), 1);
-        let unit = |ms| {
-            assert_eq!(s.enter(0), Duration::ZERO);
-            let from = Instant::now();
-            std::thread::sleep(Duration::from_millis(ms));
-            s.leave(0, from);
+        let mut w = Sliced::new(Box::new(Paced { unit: Duration::ZERO, pause: Duration::ZERO }), &s, 0);
+        let mut unit = |ms| {
+            w.inner = Box::new(Paced { unit: Duration::from_millis(ms), pause: Duration::ZERO });
+            cycle(&mut w);
         };
         unit(5);
         s.window_start(0);
@@ -546,7 +598,34 @@ mod tests {
         unit(30);
         s.window_end(0);
         unit(40);
+        drop(w);
         let t = s.at_work(0);
         assert!(t >= Duration::from_millis(50) && t < Duration::from_millis(65), "{t:?}");
+    }
+
+    #[test]
+    fn a_workers_think_time_counts_as_its_time_at_work_and_its_waits_for_a_turn_do_not() {
+        // Alone, a user who thinks 8 ms before each 2 ms unit runs 100 units a second; taking
+        // turns with another variant it must run at that rate over its time at work too.
+        let s = slices(2, Duration::from_millis(50), Instant::now(), 9);
+        let mut w =
+            Sliced::new(Box::new(Paced { unit: Duration::from_millis(2), pause: Duration::from_millis(8) }), &s, 0);
+        let start = Instant::now();
+        s.window_start(0);
+        let mut units = 0;
+        while start.elapsed() < Duration::from_millis(800) {
+            cycle(&mut w);
+            units += 1;
+        }
+        s.window_end(0);
+        let wall = start.elapsed();
+        drop(w);
+        let per_unit = s.at_work(0) / units;
+        assert!(per_unit >= Duration::from_millis(9), "{per_unit:?} per unit: the think time counts");
+        assert!(
+            s.at_work(0) < wall.mul_f64(0.8),
+            "{:?} of {wall:?}: the waits for the other's slices do not",
+            s.at_work(0)
+        );
     }
 }

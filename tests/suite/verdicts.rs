@@ -104,6 +104,32 @@ fn validate_runs_the_study_again_with_each_variant_alone_and_sets_every_ratio_be
     assert!(!o.status.success() && stderr(&o).contains("drop --interleave off"), "{}", stderr(&o));
 }
 
+#[test]
+fn a_variants_think_time_counts_in_its_rate_when_variants_take_turns_as_alone() {
+    // Two users who think 20 ms on average after each order run at most 2 x 60 / 0.020 =
+    // 6,000 orders a minute alone, whatever the orders cost. Taking turns, a rate over the
+    // orders' time alone (think time left out) came out many times that.
+    let _share = share();
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_study(
+        dir.path(),
+        "name = \"think\"\nblocks = { min = 2, max = 2 }\n\
+         [workload]\nname = \"ds2\"\nsize = \"1MB\"\nthreads = 2\nduration = \"2s\"\nwarmup = \"0.3s\"\n\
+         think_time = \"20ms\"\n\
+         [[variants]]\nname = \"a\"\nkind = \"plain\"\n[[variants]]\nname = \"b\"\nkind = \"plain\"\n",
+    );
+    let out = dir.path().join("out");
+    ok(&["study", &f, "--out", out.to_str().unwrap()]);
+    assert!(report(&out)["design"][0]["slice"].is_string(), "the variants took turns");
+    for variant in ["a", "b"] {
+        for r in records(&out, variant) {
+            let opm = r["metrics"]["opm"].as_f64().unwrap();
+            // Some 70 think times per user: their mean is within a few percent of 20 ms.
+            assert!(opm > 0.0 && opm < 1.3 * 6000.0, "{variant}: {opm} orders a minute");
+        }
+    }
+}
+
 /// The tests that take their turn alone (see `common::turn`): `scripts/test` runs them
 /// one by one after the others.
 mod alone {
