@@ -5,7 +5,7 @@
 use super::file::{StudyFile, WorkloadConfig};
 use crate::report::Design;
 use crate::run::config::Disk;
-use crate::variants::VariantConfig;
+use crate::variants::{BackgroundWork, VariantConfig};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::time::Duration;
 
@@ -85,9 +85,16 @@ impl StudyFile {
             None if w.memory.is_some() => LIMITED_MEMORY_SLICE,
             None => IN_CACHE_SLICE,
         };
-        let variants_alone: Vec<String> =
-            self.variants.iter().filter_map(|v| Some(format!("{}, alone: {}", v.name, alone_in(v, w)?))).collect();
+        let named = self.interleave.is_some();
+        let variants_alone: Vec<String> = self
+            .variants
+            .iter()
+            .filter_map(|v| Some(format!("{}, alone: {}", v.name, alone_in(v, w, named)?)))
+            .collect();
         let taking_turns = self.variants.len() - variants_alone.len();
+        if taking_turns < 2 {
+            return alone(format!("fewer than two variants can take turns ({})", variants_alone.join("; ")));
+        }
         let own_processes_because = w.a_process_per_variant().then(|| {
             "under the memory limit each has the whole limit and keeps its own cache between its turns, as alone"
                 .to_string()
@@ -95,7 +102,7 @@ impl StudyFile {
         let background = self
             .variants
             .iter()
-            .filter(|v| alone_in(v, w).is_none())
+            .filter(|v| alone_in(v, w, named).is_none())
             .filter_map(|v| Some(format!("{} ({})", v.name, v.background_work()?)))
             .collect();
         Design {
@@ -147,13 +154,20 @@ fn few_turns(slice: Duration, sides: usize, w: &WorkloadConfig) -> Option<String
 
 /// Why variant `v` runs alone in each block though `w`'s variants take turns: limits that
 /// are rates, or a process of its own where processes cannot take turns.
-pub fn alone_in(v: &VariantConfig, w: &WorkloadConfig) -> Option<String> {
+pub fn alone_in(v: &VariantConfig, w: &WorkloadConfig, slice_named: bool) -> Option<String> {
     if let Some(why) = v.why_alone() {
         return Some(why.into());
     }
     let own_process = !v.aesni || v.limits.is_some();
-    (own_process && !w.turns_across_processes())
-        .then(|| "it needs a process of its own, and after dropped caches processes cannot take turns".into())
+    if own_process && !w.turns_across_processes() {
+        return Some("it needs a process of its own, and after dropped caches processes cannot take turns".into());
+    }
+    (v.background_work() == Some(BackgroundWork::FuseDaemon) && !slice_named).then(|| {
+        "its FUSE daemon does part of its work outside its threads, and taking turns moved its ratios away from \
+         each variant alone (docs/methodology.md, \"Interleaved against alone\"); a slice named in `interleave` \
+         makes it take turns"
+            .into()
+    })
 }
 
 #[cfg(test)]
@@ -203,10 +217,12 @@ mod tests {
 
     #[test]
     fn a_variant_whose_limits_are_rates_runs_alone_while_the_others_take_turns() {
-        let head = "name = \"t\"\n[workload]\nname = \"ds2\"\n[[variants]]\nname = \"a\"\nkind = \"plain\"\n";
-        let with = |variant: &str| {
+        let one = "name = \"t\"\n[workload]\nname = \"ds2\"\n[[variants]]\nname = \"a\"\nkind = \"plain\"\n";
+        let head = format!("{one}[[variants]]\nname = \"a2\"\nkind = \"plain\"\n");
+        let limited = |head: &str, variant: &str| {
             designs(&format!("{head}[[variants]]\nname = \"b\"\nkind = \"limits\"\n{variant}\n")).remove(0)
         };
+        let with = |variant: &str| limited(&head, variant);
         let quota = with("cpus = 0.5");
         assert_eq!(quota.slice, Some(IN_CACHE_SLICE));
         assert_eq!(quota.variants_alone.len(), 1, "{quota:?}");
@@ -214,6 +230,11 @@ mod tests {
         assert!(with("read_iops = 200").variants_alone[0].contains("I/O caps"));
         // A memory cap or a core set holds whatever the waiting: that variant takes turns.
         assert!(with("memory = \"1GB\"\ncpuset = \"0\"").variants_alone.is_empty());
+        // With one variant left to take turns, every variant runs alone, and says why.
+        let pair = limited(one, "cpus = 0.5");
+        assert_eq!(pair.slice, None);
+        let why = pair.alone_because.unwrap_or_default();
+        assert!(why.starts_with("fewer than two variants can take turns (b, alone: its CPU quota"), "{why}");
     }
 
     #[test]
@@ -234,13 +255,33 @@ mod tests {
     fn variants_that_work_in_the_background_are_named_with_the_check() {
         let variants = "[[variants]]\nname = \"a\"\nkind = \"plain\"\n[[variants]]\nname = \"g\"\nkind = \"gocryptfs\"\n\
                         [[variants]]\nname = \"img\"\nstorage = \"ext4-image\"\n[[variants]]\nname = \"s\"\nkind = \"sqlcipher\"\n";
-        let d = designs(&format!("name = \"t\"\n[workload]\nname = \"ds2\"\n{variants}")).remove(0);
+        let named = designs(&format!("name = \"t\"\ninterleave = \"10ms\"\n[workload]\nname = \"ds2\"\n{variants}"));
         // gocryptfs's control (the study adds it) has a FUSE daemon too.
-        assert_eq!(d.background, ["g (a FUSE daemon)", "img (a loop device)", "plain through FUSE (a FUSE daemon)"]);
+        assert_eq!(
+            named[0].background,
+            ["g (a FUSE daemon)", "img (a loop device)", "plain through FUSE (a FUSE daemon)"]
+        );
+        assert!(named[0].variants_alone.is_empty());
+        let d = designs(&format!("name = \"t\"\n[workload]\nname = \"ds2\"\n{variants}")).remove(0);
+        assert_eq!(d.background, ["img (a loop device)"]);
         assert!(d.text().contains("--validate checks their ratios"), "{}", d.text());
         let off = designs(&format!("name = \"t\"\ninterleave = \"off\"\n[workload]\nname = \"ds2\"\n{variants}"));
         assert!(off[0].background.is_empty() && !off[0].text().contains("background"));
         assert!(designs(&format!("name = \"t\"\n[workload]\nname = \"ds2\"\n{VARIANTS}"))[0].background.is_empty());
+    }
+
+    #[test]
+    fn by_default_variants_with_a_fuse_daemon_run_alone_and_say_why() {
+        let variants =
+            "[[variants]]\nname = \"a\"\nkind = \"plain\"\n[[variants]]\nname = \"g\"\nkind = \"gocryptfs\"\n\
+                        [[variants]]\nname = \"s\"\nkind = \"sqlcipher\"\n";
+        let d = designs(&format!("name = \"t\"\n[workload]\nname = \"ds2\"\n{variants}")).remove(0);
+        assert_eq!(d.slice, Some(IN_CACHE_SLICE), "the others still take turns");
+        let alone: Vec<&str> = d.variants_alone.iter().map(|a| a.split(", alone: ").next().unwrap()).collect();
+        assert_eq!(alone, ["g", "plain through FUSE"]);
+        let text = d.text();
+        assert!(text.contains("but for g, alone: its FUSE daemon does part of its work outside its threads"), "{text}");
+        assert!(text.contains("a slice named in `interleave`"), "{text}");
     }
 
     #[test]

@@ -272,7 +272,8 @@ fn plan(
         .chain(per_workload.concat())
         .chain(rest.iter().map(|s| s.measure.clone()))
         .collect();
-    Ok((Plan { workloads, per_workload, takes_backups, designs }, suites, all_measures))
+    let slice_named = study.interleave.is_some();
+    Ok((Plan { workloads, per_workload, takes_backups, designs, slice_named }, suites, all_measures))
 }
 
 /// The output directory's runs and logs, the study's work directory, and the live metrics
@@ -322,6 +323,8 @@ struct Plan {
     takes_backups: bool,
     /// How each workload's variants are measured: taking turns in slices, or each alone.
     designs: Vec<report::Design>,
+    /// The study names its slice (`interleave`): variants with a FUSE daemon take turns too.
+    slice_named: bool,
 }
 
 /// What the blocks gathered beside each variant's own values.
@@ -548,8 +551,8 @@ fn interleaved(
         // Each block its own slice order, drawn from the study's seed.
         let seed = ctx.seed ^ ((block as u64 + 1) << 32) ^ wi as u64;
         // Those that run alone (see `design::alone_in`) do so after, in the block's order.
-        let taking_turns =
-            (0..active.len()).filter(|&i| active[i].failed.is_none() && design::alone_in(&active[i].cfg, w).is_none());
+        let taking_turns = (0..active.len())
+            .filter(|&i| active[i].failed.is_none() && design::alone_in(&active[i].cfg, w, plan.slice_named).is_none());
         let (mut sharing, own): (Vec<usize>, Vec<usize>) =
             taking_turns.partition(|&i| !w.a_process_per_variant() && launch::can_share(&active[i].prepared));
         let own = if w.turns_across_processes() { own } else { vec![] };

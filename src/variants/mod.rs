@@ -284,14 +284,14 @@ impl VariantConfig {
     }
 
     /// What does part of this variant's work outside the threads that run its units, when
-    /// something does: a FUSE daemon, or a loop device's kernel work. The kernel schedules
-    /// it, so in an interleaved run some of it falls in other variants' slices.
-    pub fn background_work(&self) -> Option<&'static str> {
+    /// something does. The kernel schedules it, so in an interleaved run some of it falls in
+    /// other variants' slices.
+    pub fn background_work(&self) -> Option<BackgroundWork> {
         let on_image = |s: &Storage| matches!(s, Storage::Ext4Image(_) | Storage::XfsImage(_) | Storage::BtrfsImage(_));
         if self.fuse_passthrough || matches!(self.encryption, Some(Encryption::Gocryptfs(_))) {
-            Some("a FUSE daemon")
+            Some(BackgroundWork::FuseDaemon)
         } else if on_image(&self.storage) || self.log_storage.as_ref().is_some_and(on_image) {
-            Some("a loop device")
+            Some(BackgroundWork::LoopDevice)
         } else {
             None
         }
@@ -440,6 +440,24 @@ impl VariantConfig {
 
 fn aesni_off_env() -> Vec<(String, String)> {
     vec![("OPENSSL_ia32cap".into(), OPENSSL_NO_AESNI.into()), ("GODEBUG".into(), GODEBUG_NO_AESNI.into())]
+}
+
+/// What does part of a variant's work outside the threads that run its units.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackgroundWork {
+    /// A FUSE file system's daemon (gocryptfs, the bindfs passthrough).
+    FuseDaemon,
+    /// A loop device's kernel work, under a file-system image.
+    LoopDevice,
+}
+
+impl std::fmt::Display for BackgroundWork {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BackgroundWork::FuseDaemon => "a FUSE daemon",
+            BackgroundWork::LoopDevice => "a loop device",
+        })
+    }
 }
 
 #[cfg(test)]

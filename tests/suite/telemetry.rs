@@ -143,7 +143,9 @@ mod alone {
         let _turn = turn();
         // On the RAM disk model each variant has a disk of its own, so each side's disk table
         // must name its own device, under its own layers.
-        let (r, _) = plain_and_gocryptfs("target = { disk = { model = \"ram\", size = \"256MB\" } }\n");
+        // Its slice named, so that gocryptfs takes turns (by default it runs alone).
+        let (r, _) =
+            plain_and_gocryptfs("interleave = \"10ms\"\ntarget = { disk = { model = \"ram\", size = \"256MB\" } }\n");
         assert!(r["design"][0]["slice"].is_string(), "the variants took turns: {}", r["design"]);
         let t = |i: usize| r["variants"][i]["telemetry"].clone();
         let disks = |i: usize| t(i)["window"]["disks"].as_object().unwrap().keys().cloned().collect::<Vec<_>>();
