@@ -86,12 +86,10 @@ impl StudyFile {
             None => IN_CACHE_SLICE,
         };
         let named = self.interleave.is_some();
-        let variants_alone: Vec<String> = self
-            .variants
-            .iter()
-            .filter_map(|v| Some(format!("{}, alone: {}", v.name, alone_in(v, w, named)?)))
-            .collect();
-        let taking_turns = self.variants.len() - variants_alone.len();
+        let reasons: Vec<(&str, String)> =
+            self.variants.iter().filter_map(|v| Some((v.name.as_str(), alone_in(v, w, named)?))).collect();
+        let taking_turns = self.variants.len() - reasons.len();
+        let variants_alone = alone_by_reason(&reasons);
         if taking_turns < 2 {
             return alone(format!("fewer than two variants can take turns ({})", variants_alone.join("; ")));
         }
@@ -132,6 +130,19 @@ impl StudyFile {
     }
 }
 
+/// `names, alone: why` for each reason some variants run alone, the variants that share it
+/// named together in the study's order.
+fn alone_by_reason(reasons: &[(&str, String)]) -> Vec<String> {
+    let mut grouped: Vec<(Vec<&str>, &str)> = Vec::new();
+    for (name, why) in reasons {
+        match grouped.iter_mut().find(|(_, w)| w == why) {
+            Some((names, _)) => names.push(name),
+            None => grouped.push((vec![name], why)),
+        }
+    }
+    grouped.into_iter().map(|(names, why)| format!("{}, alone: {why}", names.join(" and "))).collect()
+}
+
 /// Fewer turns per variant in a run's measured window than this leave much of the machine's
 /// noise in each block: the main job (six stacks, 5 s runs) had a per-block noise of 2-3%
 /// with 10 ms slices (about 80 turns each) and of 27-118% with 200 ms slices (about 4).
@@ -153,7 +164,8 @@ fn few_turns(slice: Duration, sides: usize, w: &WorkloadConfig) -> Option<String
 }
 
 /// Why variant `v` runs alone in each block though `w`'s variants take turns: limits that
-/// are rates, or a process of its own where processes cannot take turns.
+/// are rates, a process of its own where processes cannot take turns, or a FUSE daemon
+/// where the study did not name its slice (`slice_named`).
 pub fn alone_in(v: &VariantConfig, w: &WorkloadConfig, slice_named: bool) -> Option<String> {
     if let Some(why) = v.why_alone() {
         return Some(why.into());
@@ -277,10 +289,13 @@ mod tests {
                         [[variants]]\nname = \"s\"\nkind = \"sqlcipher\"\n";
         let d = designs(&format!("name = \"t\"\n[workload]\nname = \"ds2\"\n{variants}")).remove(0);
         assert_eq!(d.slice, Some(IN_CACHE_SLICE), "the others still take turns");
-        let alone: Vec<&str> = d.variants_alone.iter().map(|a| a.split(", alone: ").next().unwrap()).collect();
-        assert_eq!(alone, ["g", "plain through FUSE"]);
+        // One reason, said once for both.
+        assert_eq!(d.variants_alone.len(), 1, "{:?}", d.variants_alone);
         let text = d.text();
-        assert!(text.contains("but for g, alone: its FUSE daemon does part of its work outside its threads"), "{text}");
+        assert!(
+            text.contains("but for g and plain through FUSE, alone: its FUSE daemon does part of its work outside"),
+            "{text}"
+        );
         assert!(text.contains("a slice named in `interleave`"), "{text}");
     }
 

@@ -66,7 +66,7 @@ fn seed_002_file_encryption_under_file_copies_tpcc_profiles_and_batch() {
     has(&md, &["| file test 256MB | write", "| file test 768MB | read"]);
     has(&md, &["tpcc hammerora-default", "tpcc hammerora-query", "tpcc hammerora-update"]);
     // Its FUSE variants run alone, as every variant with a FUSE daemon does by default.
-    has(&md, &["tpcc hammerora-update: each variant ran alone in each block, because fewer than two variants can take turns (gocryptfs, alone: its FUSE daemon"]);
+    has(&md, &["tpcc hammerora-update: each variant ran alone in each block, because fewer than two variants can take turns (gocryptfs and plain through FUSE, alone: its FUSE daemon"]);
     has(&md, &["| batch | q1 latency", "| batch | q5 latency", "geometric mean of 5"]);
     has(&md, &["| gocryptfs | plain through FUSE |"]);
 }

@@ -261,7 +261,7 @@ fn a_postgres_study_puts_the_data_directory_on_the_encrypted_layer() {
     // server too, and says why.
     let alone = r["design"][0]["alone_because"].as_str().unwrap_or_default();
     assert!(
-        alone.contains("gocryptfs, alone: its FUSE daemon does part of its work outside its threads"),
+        alone.contains("gocryptfs and plain through FUSE, alone: its FUSE daemon does part of its work outside"),
         "{}",
         r["design"]
     );
