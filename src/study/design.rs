@@ -144,19 +144,21 @@ fn alone_by_reason(reasons: &[(&str, String)]) -> Vec<String> {
 }
 
 /// Fewer turns per variant in a run's measured window than this leave much of the machine's
-/// noise in each block: the main job (six stacks, 5 s runs) had a per-block noise of 2-3%
-/// with 10 ms slices (about 80 turns each) and of 27-118% with 200 ms slices (about 4).
+/// noise in each block: the main job (six stacks, 5 s runs shared among them) had a
+/// per-block noise of 2-3% with 10 ms slices (about 80 turns each) and of 27-118% with
+/// 200 ms slices (about 4).
 const FEW_TURNS: u128 = 10;
 
 /// What the design says when `slice` gives each of `sides` variants fewer than
-/// [`FEW_TURNS`] turns in `w`'s measured window.
+/// [`FEW_TURNS`] turns in its share of the run: `w`'s measured window, as alone
+/// (`WorkloadConfig::taking_turns`).
 fn few_turns(slice: Duration, sides: usize, w: &WorkloadConfig) -> Option<String> {
     let window = w.load.window();
-    let turns = window.as_nanos() / (slice.as_nanos() * sides as u128).max(1);
+    let turns = window.as_nanos() / slice.as_nanos().max(1);
     (sides > 1 && turns < FEW_TURNS).then(|| {
         format!(
-            "each variant gets only about {turns} turns of {} in the {} window, too few for the slices to share the \
-             machine's bursts: a shorter interleave or a longer duration gives more",
+            "each variant gets only about {turns} turns of {} in its {} of work, too few for the slices to share \
+             the machine's bursts: a shorter interleave or a longer duration gives more",
             humantime::format_duration(slice),
             humantime::format_duration(window)
         )
@@ -307,10 +309,11 @@ mod tests {
             ))
             .remove(0)
         };
-        assert_eq!(design("10ms").few_turns, None, "250 turns each");
-        let long = design("500ms");
+        assert_eq!(design("10ms").few_turns, None, "500 turns each");
+        assert_eq!(design("500ms").few_turns, None, "10 turns each: its 5 s of work, whatever the variants");
+        let long = design("1s");
         let said = long.few_turns.as_deref().unwrap_or_default();
-        assert!(said.starts_with("each variant gets only about 5 turns of 500ms in the 5s window"), "{said}");
+        assert!(said.starts_with("each variant gets only about 5 turns of 1s in its 5s of work"), "{said}");
         assert!(long.text().contains(said), "{}", long.text());
     }
 

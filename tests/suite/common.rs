@@ -250,12 +250,24 @@ duration = "1.5s"
 warmup = "0.3s"
 "#;
 
+/// [`SMALL`] for variants taking turns: each measures its own `duration` in its turns, so a
+/// shorter one keeps a block of two as long as one of SMALL's runs.
+const SMALL_TAKING_TURNS: &str = r#"
+[workload]
+name = "ds2"
+size = "1MB"
+threads = 1
+duration = "0.75s"
+warmup = "0.3s"
+"#;
+
 /// A study of busy-wait variants (`(name, busy-wait per order, extra keys)`, the first the
 /// baseline), interleaved in 100 ms slices over `blocks` blocks, with `head` as more
 /// top-level keys.
 pub fn busy_waits(name: &str, blocks: usize, head: &str, variants: &[(&str, &str, &str)]) -> String {
     let mut body = format!(
-        "name = \"{name}\"\nblocks = {{ min = {blocks}, max = {blocks} }}\ninterleave = \"100ms\"\n{head}{SMALL}\n"
+        "name = \"{name}\"\nblocks = {{ min = {blocks}, max = {blocks} }}\ninterleave = \"100ms\"\n{head}\
+         {SMALL_TAKING_TURNS}\n"
     );
     for (v, wait, extra) in variants {
         body += &format!("[[variants]]\nname = \"{v}\"\nkind = \"delay\"\nper_transaction = \"{wait}\"\n{extra}");

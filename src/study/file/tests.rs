@@ -148,15 +148,18 @@ fn workloads_that_share_one_cache_state_keep_equal_shares() {
 }
 
 #[test]
-fn each_variant_taking_turns_warms_up_as_long_as_alone_in_cache_or_under_a_memory_limit() {
+fn each_variant_taking_turns_warms_up_and_measures_as_long_as_alone_in_cache_or_under_a_memory_limit() {
     let with =
         |extra: &str| load(&GOOD.replace("pct_newcustomers = 5", &format!("pct_newcustomers = 5\n{extra}"))).unwrap();
-    let limited = with("memory = \"64MB\"\nwarmup = \"2s\"").workloads.remove(0);
+    let secs = std::time::Duration::from_secs;
+    let limited = with("memory = \"64MB\"\nwarmup = \"1s\"").workloads.remove(0);
     assert!(limited.a_process_per_variant());
-    assert_eq!(limited.taking_turns(3).load.warmup(), std::time::Duration::from_secs(6));
-    let cached = with("warmup = \"2s\"").workloads.remove(0);
+    let turns = limited.taking_turns(3);
+    assert_eq!((turns.load.warmup(), turns.load.window()), (secs(3), secs(6)));
+    let cached = with("warmup = \"1s\"").workloads.remove(0);
     assert!(!cached.a_process_per_variant());
-    assert_eq!(cached.taking_turns(3).load.warmup(), std::time::Duration::from_secs(6));
+    let turns = cached.taking_turns(3);
+    assert_eq!((turns.load.warmup(), turns.load.window()), (secs(3), secs(6)));
 }
 
 #[test]
