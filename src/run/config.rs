@@ -191,6 +191,13 @@ impl WorkloadConfig {
         if self.load.iterations.is_some() {
             return Some("it runs a fixed amount of work (iterations), not a timed window".into());
         }
+        if self.a_process_per_variant() && !self.turns_across_processes() {
+            return Some(
+                "under its memory limit each variant needs a run process of its own, and after dropped caches \
+                 (cold) processes cannot take turns"
+                    .into(),
+            );
+        }
         (self.instances > 1).then(|| format!("it runs {} instances side by side", self.instances))
     }
 

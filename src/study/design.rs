@@ -144,7 +144,7 @@ fn alone_by_reason(reasons: &[(&str, String)]) -> Vec<String> {
 }
 
 /// Fewer turns per variant in a run's measured window than this leave much of the machine's
-/// noise in each block: the main job (six stacks, 5 s runs shared among them) had a
+/// noise in each block: the main job (six stacks sharing one 5 s window, as then) had a
 /// per-block noise of 2-3% with 10 ms slices (about 80 turns each) and of 27-118% with
 /// 200 ms slices (about 4).
 const FEW_TURNS: u128 = 10;
@@ -261,6 +261,7 @@ mod tests {
         assert!(why("name = \"tpcc\"\niterations = 10").contains("fixed amount of work"));
         assert!(why("name = \"ds2\"\ninstances = 2").contains("instances"));
         assert!(why("name = \"batch\"").contains("timed throughput"));
+        assert!(why("name = \"ds2\"\nmemory = \"64MB\"\ncold = true").contains("after dropped caches (cold)"));
         let off = designs(&format!("name = \"t\"\ninterleave = \"off\"\n[workload]\nname = \"ds2\"\n{VARIANTS}"));
         assert!(off[0].alone_because.as_ref().unwrap().contains("interleave = \"off\""));
     }

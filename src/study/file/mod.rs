@@ -214,8 +214,8 @@ pub struct Blocks {
 }
 
 /// At least as many blocks as the signed-rank test needs to reach p < 0.05; at most as
-/// many as short blocks fill the default budget with (a study in cache reaches +-0.5% in
-/// 20-40 blocks of a few seconds), so the budget and the target decide when it stops.
+/// many as short blocks fill the default budget with (two variants in cache reached +-0.5%
+/// in 18-38 blocks of about 15 s), so the budget and the target decide when it stops.
 impl Default for Blocks {
     fn default() -> Self {
         Self { min: crate::stats::fewest_for_significance(0.05), max: 200 }
