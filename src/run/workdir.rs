@@ -37,7 +37,7 @@ impl WorkDir {
         let (places, rams) = match disk.ram_bytes_each(count)? {
             Some(each) => {
                 check_memory(each * count as u64)?;
-                let rams = names.map(|d| RamDisk::make(&d, each, &mut lease)).collect::<Result<Vec<_>>>()?;
+                let rams = RamDisk::make_each(&names.collect::<Vec<_>>(), each, &mut lease)?;
                 (rams.iter().map(|r| r.path().to_path_buf()).collect(), rams)
             }
             None => (names.collect(), vec![]),
