@@ -8,8 +8,9 @@
 //! page cache, as on a real disk: the loop driver would otherwise charge the backing pages
 //! to the group whose I/O first touched them, pages that no reclaim can free without swap.
 //! Disks made together (a study's variants) take their memory in turns: made one after the
-//! other, the first variant's disk read more slowly, and SQLite larger than memory ran about
-//! 0.5% slower on it in A/A studies (docs/methodology.md, "The disk under a memory limit").
+//! other, the first variant's runs waited longer on theirs, and SQLite larger than memory ran
+//! about 0.5% slower on it in A/A studies (docs/methodology.md, "The disk under a memory
+//! limit").
 
 use super::lease::{Lease, Step};
 use super::{require, run_tool};
