@@ -33,3 +33,34 @@ fn every_results_page_is_what_its_stored_report_renders_to() {
     let said = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && said.contains("check-aa-ltm.md differs"), "{said}");
 }
+
+#[test]
+fn a_checks_page_adds_a_new_batch_to_its_kept_studies_counting_each_once() {
+    let _share = share();
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let copy = tempfile::tempdir().unwrap();
+    let status = Command::new("cp").arg("-r").arg(here.join("docs")).arg(here.join("scripts")).arg(copy.path()).status();
+    assert!(status.unwrap().success());
+    let kept = |name: &str| copy.path().join("docs/results/data").join(name).join("checks.json");
+    let studies = |name: &str| {
+        let text = std::fs::read_to_string(kept(name)).unwrap();
+        serde_json::from_str::<Vec<serde_json::Value>>(&text).unwrap().len()
+    };
+    // A page's kept studies, given twice as if a batch repeated them, then a second page's.
+    let (one, other) = ("checks-ltm-ram-together", "checks-mariadb-window-per-variant");
+    let o = Command::new("python3")
+        .arg(copy.path().join("scripts/results-docs"))
+        .args(["--checks", "merged"])
+        .args([kept(one), kept(one), kept(other)])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(studies("merged"), studies(one) + studies(other));
+    let missing = Command::new("python3")
+        .arg(copy.path().join("scripts/results-docs"))
+        .args(["--checks", "merged", "/nonexistent/checks.json"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&missing.stderr);
+    assert!(!missing.status.success() && said.contains("cannot read /nonexistent/checks.json"), "{said}");
+}
