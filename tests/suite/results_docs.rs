@@ -39,7 +39,8 @@ fn a_checks_page_adds_a_new_batch_to_its_kept_studies_counting_each_once() {
     let _share = share();
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
     let copy = tempfile::tempdir().unwrap();
-    let status = Command::new("cp").arg("-r").arg(here.join("docs")).arg(here.join("scripts")).arg(copy.path()).status();
+    let status =
+        Command::new("cp").arg("-r").arg(here.join("docs")).arg(here.join("scripts")).arg(copy.path()).status();
     assert!(status.unwrap().success());
     let kept = |name: &str| copy.path().join("docs/results/data").join(name).join("checks.json");
     let studies = |name: &str| {
