@@ -505,6 +505,8 @@ fn set_up_variants(ctx: &launch::Context, study: &StudyFile, work: &WorkDir) -> 
     for (i, v) in study.variants.iter().enumerate() {
         match launch::prepare(ctx, v, work.place(i), &study.workloads) {
             Ok(prepared) => active.push(Active::new(v.clone(), prepared)),
+            // A set-up cut short by Ctrl-C is the study's interruption, not the variant's fault.
+            Err(_) if interrupt::interrupted() => return Err(interrupt::Interrupted.into()),
             Err(e) if i == 0 => bail!("the baseline variant '{}' cannot run: {e:#}", v.name),
             Err(e) => {
                 eprintln!("variant {}: skipped: {e:#}", v.name);

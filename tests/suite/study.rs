@@ -409,4 +409,53 @@ mod alone {
         let id = r["study_id"].as_i64().unwrap().to_string();
         assert!(stdout(&ok(&["results", "show", &id])).contains("interrupted"));
     }
+
+    #[test]
+    fn ctrl_c_while_the_baseline_sets_up_is_an_interruption_not_its_failure() {
+        let _turn = turn();
+        let dir = tempfile::tempdir().unwrap();
+        // A database large enough that its build is still going when the signal comes.
+        let f = write_study(
+            dir.path(),
+            "name = \"stop-in-set-up\"\n[workload]\nname = \"ds2\"\nsize = \"400MB\"\n\
+             [[variants]]\nname = \"plain\"\nkind = \"plain\"\n[[variants]]\nname = \"again\"\nkind = \"plain\"\n",
+        );
+        let out = dir.path().join("out");
+        let child = command()
+            .args(["study", &f, "--out", out.to_str().unwrap()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let building = || children_of(child.id()).iter().any(|cmdline| cmdline.contains("build"));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !building() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert!(building(), "the baseline's database build never started");
+        // SAFETY: signalling our own child process.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+        assert!(!stderr(&o).contains("cannot run"), "{}", stderr(&o));
+        // It never got to a report: the store holds it, as interrupted.
+        let said = stderr(&o);
+        let id = said.split_whitespace().skip_while(|w| *w != "study").nth(1).expect("the study's id").to_string();
+        assert!(stdout(&ok(&["results", "show", &id])).contains("interrupted"), "{said}");
+        assert!(files_in(&out).iter().all(|f| !f.starts_with(".work")), "{:?}", files_in(&out));
+    }
+
+    /// The command lines of the processes whose parent is `pid`.
+    fn children_of(pid: u32) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir("/proc") else { return vec![] };
+        entries
+            .flatten()
+            .filter(|e| {
+                let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+                // The parent is the second field after the command's closing parenthesis.
+                stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)) == Some(&pid.to_string())
+            })
+            .map(|e| std::fs::read_to_string(e.path().join("cmdline")).unwrap_or_default().replace('\0', " "))
+            .collect()
+    }
 }
