@@ -389,12 +389,7 @@ mod alone {
             ),
         );
         let out = dir.path().join("out");
-        let child = command()
-            .args(["study", &f, "--out", out.to_str().unwrap()])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = spawn_study(&f, &out);
         std::thread::sleep(std::time::Duration::from_secs(9));
         // SAFETY: signalling our own child process.
         assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
@@ -421,12 +416,7 @@ mod alone {
              [[variants]]\nname = \"plain\"\nkind = \"plain\"\n[[variants]]\nname = \"again\"\nkind = \"plain\"\n",
         );
         let out = dir.path().join("out");
-        let child = command()
-            .args(["study", &f, "--out", out.to_str().unwrap()])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = spawn_study(&f, &out);
         let building = || children_of(child.id()).iter().any(|cmdline| cmdline.contains("build"));
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         while !building() && std::time::Instant::now() < deadline {
@@ -443,6 +433,16 @@ mod alone {
         let id = said.split_whitespace().skip_while(|w| *w != "study").nth(1).expect("the study's id").to_string();
         assert!(stdout(&ok(&["results", "show", &id])).contains("interrupted"), "{said}");
         assert!(files_in(&out).iter().all(|f| !f.starts_with(".work")), "{:?}", files_in(&out));
+    }
+
+    /// `dbvs study FILE --out OUT` started, its output kept for the test to read.
+    fn spawn_study(file: &str, out: &Path) -> std::process::Child {
+        command()
+            .args(["study", file, "--out", out.to_str().unwrap()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
     }
 
     /// The command lines of the processes whose parent is `pid`.
