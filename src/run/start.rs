@@ -88,7 +88,8 @@ mod tests {
         let before = Instant::now();
         let start = parse_go(&go_line(Duration::from_millis(200))).unwrap();
         let ahead = start.duration_since(before);
-        assert!(ahead >= Duration::from_millis(199) && ahead < Duration::from_millis(250), "{ahead:?}");
+        // A descheduled test thread may read the clock late, never early.
+        assert!(ahead >= Duration::from_millis(199) && ahead < Duration::from_secs(1), "{ahead:?}");
         assert!(parse_go("go").is_err());
     }
 
