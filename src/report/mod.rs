@@ -308,6 +308,9 @@ pub struct Comparison {
     /// The change stated as a share of the larger side, when the study asks (`also_as`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub share_of_larger: Option<crate::stats::ShareOfLarger>,
+    /// Its p-value adjusted for the comparison's other measures, which its verdict tests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<crate::stats::Family>,
 }
 
 impl Comparison {
@@ -464,6 +467,7 @@ pub(crate) mod sample {
             left_out: vec![],
             cost: false,
             share_of_larger: None,
+            family: None,
         };
         let info = |n: &str| VariantInfo {
             name: n.into(),
@@ -532,6 +536,7 @@ pub(crate) mod sample {
                 left_out: vec![],
                 cost: false,
                 share_of_larger: None,
+                family: None,
             }],
             controls: vec![control.clone()],
             measures: vec![MeasureReport {
@@ -551,6 +556,7 @@ pub(crate) mod sample {
                     left_out: vec![],
                     cost: false,
                     share_of_larger: crate::stats::share_of_larger(&base, &enc, 0.95),
+                    family: None,
                 }],
                 controls: vec![control],
                 pairs: vec![],

@@ -38,6 +38,18 @@ pub(super) fn verdict_cell(c: &Comparison) -> String {
     }
 }
 
+/// The p-value with its test, and the one its verdict tests when it was adjusted for the
+/// comparison's other measures.
+fn p_cell(c: &Comparison) -> String {
+    let e = &c.estimate;
+    match c.family {
+        Some(f) if f.measures > 1 => {
+            format!("{:.4} ({}); {:.4} over {} measures", e.p_value, test_name(e.test), f.p_adjusted, f.measures)
+        }
+        _ => format!("{:.4} ({})", e.p_value, test_name(e.test)),
+    }
+}
+
 fn test_name(t: crate::stats::Test) -> &'static str {
     match t {
         crate::stats::Test::SignedRank => "signed-rank",
@@ -86,7 +98,7 @@ pub fn verdicts(r: &StudyReport) -> Table {
                         mean,
                         change_of(c, &r.baseline),
                         format!("[{}, {}]", pct(e.bootstrap_ci.0), pct(e.bootstrap_ci.1)),
-                        format!("{:.4} ({})", e.p_value, test_name(e.test)),
+                        p_cell(c),
                         noise(e, r.targets().of(&c.variant, None), r.seconds_per_block),
                         verdict_cell(c),
                     ]

@@ -1,7 +1,7 @@
 //! Turning a ratio estimate into words, the way criterion does: a change must be both
 //! statistically significant and larger than the noise threshold on its whole interval.
 
-use super::RatioEstimate;
+use super::{Family, RatioEstimate};
 use serde::Serialize;
 
 /// What it takes to call a change: the confidence of the interval and the test, and the
@@ -109,9 +109,19 @@ pub fn level(confidence: f64) -> String {
 /// `est` is variant / baseline of a metric; `higher_is_better` says which way is faster
 /// (true for throughput, false for latency or seconds).
 pub fn verdict(est: &RatioEstimate, higher_is_better: bool, rules: &Rules) -> Verdict {
+    verdict_among(est, None, higher_is_better, rules)
+}
+
+/// The verdict of a measure tested with the other measures of its comparison: significant
+/// when its `family`-adjusted p-value is below alpha (see [`super::family`]).
+pub fn verdict_among(est: &RatioEstimate, family: Option<Family>, higher_is_better: bool, rules: &Rules) -> Verdict {
     let alpha = rules.alpha();
-    if est.p_value >= alpha {
-        return Verdict::NoSignificantDifference { reason: format!("p = {:.3} >= {alpha:.3}", est.p_value) };
+    let (p, adjusted) = match family {
+        Some(f) if f.measures > 1 => (f.p_adjusted, format!(", {:.3} over its {} measures", f.p_adjusted, f.measures)),
+        _ => (est.p_value, String::new()),
+    };
+    if p >= alpha {
+        return Verdict::NoSignificantDifference { reason: format!("p = {:.3}{adjusted} >= {alpha:.3}", est.p_value) };
     }
     let noise = rules.threshold;
     // The size of the change in the measure itself, as every change column shows it (a
@@ -129,7 +139,7 @@ pub fn verdict(est: &RatioEstimate, higher_is_better: bool, rules: &Rules) -> Ve
     } else {
         Verdict::NoSignificantDifference {
             reason: format!(
-                "p = {:.3}, but the interval reaches within {:.0}% of no change",
+                "p = {:.3}{adjusted}, but the interval reaches within {:.0}% of no change",
                 est.p_value,
                 100.0 * noise
             ),

@@ -7,7 +7,7 @@ use super::{Active, CanaryResult};
 use crate::driver::{LatencySummary, RunStatus};
 use crate::record::RunRecord;
 use crate::report::{Comparison, MeasureReport, RunRow, StudyReport, Sut, VariantReport};
-use crate::stats::{median, paired_ratio, summarize, verdict, RatioEstimate, Rules};
+use crate::stats::{median, paired_ratio, summarize, verdict, verdict_among, Family, RatioEstimate, Rules};
 use crate::status::{Status, VariantStatus};
 use crate::sys::cgroup::Usage;
 use crate::variants::VariantConfig;
@@ -169,7 +169,7 @@ fn measure_reports(
     seed: u64,
     rules: &Rules,
 ) -> Vec<MeasureReport> {
-    measures
+    let mut reports: Vec<MeasureReport> = measures
         .iter()
         .map(|m| {
             let key = m.key();
@@ -197,6 +197,7 @@ fn measure_reports(
                         let (b, v) = self::pairs(reference, a, &key);
                         crate::stats::share_of_larger(&b, &v, rules.confidence)
                     }),
+                    family: None,
                 };
                 match c {
                     Against::Baseline => report.comparisons.push(comparison),
@@ -206,7 +207,41 @@ fn measure_reports(
             }
             report
         })
-        .collect()
+        .collect();
+    test_as_families(&mut reports, rules);
+    reports
+}
+
+/// Tests each comparison's measures as one family (see [`crate::stats::family`]): a
+/// variant's comparison with its baseline, its control or its pair, over every measure the
+/// study compares, and gives each verdict the adjusted p-value.
+fn test_as_families(reports: &mut [MeasureReport], rules: &Rules) {
+    // By which list (baseline, control, pair), variant and reference: where the members are,
+    // as (measure, place in its list).
+    type Key = (usize, String, Option<String>);
+    let mut families: BTreeMap<Key, Vec<(usize, usize)>> = BTreeMap::new();
+    for (r, report) in reports.iter_mut().enumerate() {
+        for (kind, list) in lists(report).into_iter().enumerate() {
+            for (i, c) in list.iter().enumerate() {
+                families.entry((kind, c.variant.clone(), c.against.clone())).or_default().push((r, i));
+            }
+        }
+    }
+    for ((kind, ..), members) in families {
+        let ps: Vec<f64> = members.iter().map(|&(r, i)| lists(&mut reports[r])[kind][i].estimate.p_value).collect();
+        for (&(r, i), p_adjusted) in members.iter().zip(crate::stats::holm(&ps)) {
+            let higher_is_better = reports[r].measure.higher_is_better;
+            let c = &mut lists(&mut reports[r])[kind][i];
+            let family = Family { measures: ps.len(), p_adjusted };
+            c.family = Some(family);
+            c.verdict = verdict_among(&c.estimate, Some(family), higher_is_better, rules);
+        }
+    }
+}
+
+/// A measure's comparisons with the baseline, with controls and in pairs, in that order.
+fn lists(report: &mut MeasureReport) -> [&mut Vec<Comparison>; 3] {
+    [&mut report.comparisons, &mut report.controls, &mut report.pairs]
 }
 
 pub(super) fn progress_line(widths: &[Width]) -> String {
@@ -469,7 +504,67 @@ fn workload_params(w: &super::file::WorkloadConfig) -> serde_json::Value {
 
 #[cfg(test)]
 mod tests {
-    use super::{read_nothing, zeros};
+    use super::{read_nothing, test_as_families, zeros};
+    use crate::report::{Comparison, Measure, MeasureReport};
+    use crate::stats::{verdict, RatioEstimate, Rules, Verdict};
+
+    fn compared(variant: &str, against: Option<&str>, ratio: f64, ci: (f64, f64), p_value: f64) -> Comparison {
+        let estimate = RatioEstimate {
+            n: 12,
+            ratio,
+            ci,
+            bootstrap_ci: ci,
+            p_value,
+            test: Default::default(),
+            sd_log: 0.01,
+            confidence: 0.95,
+        };
+        Comparison {
+            variant: variant.into(),
+            against: against.map(Into::into),
+            verdict: verdict(&estimate, true, &Rules::default()),
+            estimate,
+            left_out: vec![],
+            cost: false,
+            share_of_larger: None,
+            family: None,
+        }
+    }
+
+    fn measure(name: &str, comparisons: Vec<Comparison>, controls: Vec<Comparison>) -> MeasureReport {
+        let measure = Measure {
+            workload: "ds2".into(),
+            name: name.into(),
+            unit: "u".into(),
+            higher_is_better: true,
+            cost: false,
+        };
+        MeasureReport { measure, summaries: vec![], comparisons, controls, pairs: vec![] }
+    }
+
+    /// A 2% drop at p = 0.03 is "slower" on its own; second smallest of four measures, its
+    /// adjusted p is 3 x 0.03, so a chance low p among a comparison's measures calls nothing.
+    /// A large change stays called, and a control comparison is a family of its own.
+    #[test]
+    fn a_comparisons_measures_are_tested_as_one_family() {
+        let chance = || compared("x", None, 0.98, (0.97, 0.989), 0.03);
+        let mut reports = vec![
+            measure("OPM", vec![chance()], vec![compared("x", Some("x-control"), 0.98, (0.97, 0.989), 0.03)]),
+            measure("CPU", vec![compared("x", None, 0.95, (0.93, 0.97), 0.001)], vec![]),
+            measure("read", vec![compared("x", None, 1.0, (0.99, 1.01), 0.5)], vec![]),
+            measure("written", vec![compared("x", None, 1.0, (0.99, 1.01), 0.6)], vec![]),
+        ];
+        assert!(matches!(reports[0].comparisons[0].verdict, Verdict::Slower { .. }), "alone it is called");
+        test_as_families(&mut reports, &Rules::default());
+        let opm = &reports[0].comparisons[0];
+        assert_eq!(opm.family.map(|f| (f.measures, (f.p_adjusted * 1000.0).round())), Some((4, 90.0)));
+        let words = opm.verdict.to_string();
+        assert!(words.contains("p = 0.030, 0.090 over its 4 measures >= 0.050"), "{words}");
+        assert!(matches!(reports[1].comparisons[0].verdict, Verdict::Slower { .. }), "0.001 x 4 is still called");
+        let control = &reports[0].controls[0];
+        assert_eq!(control.family.map(|f| f.measures), Some(1));
+        assert!(matches!(control.verdict, Verdict::Slower { .. }), "{}", control.verdict);
+    }
 
     #[test]
     fn runs_that_read_nothing_under_a_memory_limit_are_named() {

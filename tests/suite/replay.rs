@@ -35,9 +35,17 @@ fn replay_from(data: &Path, out: &Path, dump: &Path, json: &Path, pacing: &[&str
     serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
 }
 
-#[test]
-fn a_captured_pgbench_run_replays_every_statement_to_the_same_rows_fast_and_on_schedule() {
-    let _share = share();
+/// A pgbench run captured on a managed PostgreSQL: its data directory, the capture's
+/// directory, and the statements its log holds with the seconds they span.
+struct Captured {
+    dir: tempfile::TempDir,
+    data: std::path::PathBuf,
+    out: std::path::PathBuf,
+    statements: usize,
+    span: f64,
+}
+
+fn capture_pgbench() -> Captured {
     let dir = reachable_tempdir();
     let (data, out) = (dir.path().join("data"), dir.path().join("capture"));
     // Extended protocol (bind parameters), then simple; at a set rate, so the recording has
@@ -63,7 +71,13 @@ fn a_captured_pgbench_run_replays_every_statement_to_the_same_rows_fast_and_on_s
     let (statements, span) = statements_in(&log);
     // pgbench's 180 transactions of 7 statements each, and its own few queries.
     assert!(statements >= 180 * 7, "{statements} statements in the log");
+    Captured { dir, data, out, statements, span }
+}
 
+#[test]
+fn a_captured_pgbench_run_replays_every_statement_to_the_same_rows() {
+    let _share = share();
+    let Captured { dir, data, out, statements, .. } = capture_pgbench();
     // The database as the window began, from the stopped server's data directory (as a
     // user gives a copy of theirs, or a base backup): dumped from a private copy of it.
     let hba = std::fs::read_to_string(data.join("pg_hba.conf")).unwrap();
@@ -94,20 +108,6 @@ fn a_captured_pgbench_run_replays_every_statement_to_the_same_rows_fast_and_on_s
         replay_from(&dir.path().join("data2"), &out, &plain, &dir.path().join("plain.json"), &["--pacing", "fast"]);
     assert_eq!(from_plain["metrics"]["replay"]["statements"].as_u64(), Some(statements as u64));
     assert!(from_plain["metrics"]["rows"].as_str().unwrap().starts_with("all "), "{}", from_plain["metrics"]);
-
-    // As recorded, twice as fast: no statement starts before its time, so the replay takes
-    // at least half the recorded span; and the schedule holds, within a tolerance that a
-    // busy test machine keeps (this load is light: 200 transactions a second at speed 2):
-    // the median statement starts within 50 ms of its time, the replay ends within 3 s.
-    let paced = replay(&data, &out, &dir.path().join("paced.json"), &["--pacing", "recorded", "--speed", "2"]);
-    let r = &paced["metrics"]["replay"];
-    assert_eq!(r["statements"].as_u64(), Some(statements as u64), "{r}");
-    let elapsed = r["elapsed_s"].as_f64().unwrap();
-    assert!(elapsed >= span / 2.0 - 0.01, "replayed in {elapsed} s a log of {span} s at speed 2");
-    assert!(elapsed <= span / 2.0 + 3.0, "replayed in {elapsed} s a log of {span} s at speed 2: behind schedule");
-    let lag = r["lag"]["p50_ms"].as_f64().unwrap();
-    assert!(lag <= 50.0, "the median statement started {lag} ms after its time: {r}");
-    assert!(paced["measures"].as_array().unwrap().iter().any(|m| m["name"] == "lag behind the recording"));
 }
 
 /// The statements a general query log records (its queries and executions of prepared
@@ -357,5 +357,29 @@ fn the_shipped_replay_study_compares_its_capture_as_recorded_and_as_fast_as_poss
         "| gocryptfs |",
     ] {
         assert!(md.contains(needle), "'{needle}' missing from:\n{md}");
+    }
+}
+
+mod alone {
+    use super::*;
+
+    /// As recorded, twice as fast: no statement starts before its time, so the replay takes
+    /// at least half the recorded span; and the schedule holds (this load is light: 200
+    /// transactions a second at speed 2): the median statement starts within 50 ms of its
+    /// time, the replay ends within 3 s. With other tests' servers beside it on two cores
+    /// the median lag once passed 50 ms: the machine is this test's alone.
+    #[test]
+    fn a_captured_pgbench_run_replays_on_its_recorded_schedule() {
+        let _turn = turn();
+        let Captured { dir, data, out, statements, span } = capture_pgbench();
+        let paced = replay(&data, &out, &dir.path().join("paced.json"), &["--pacing", "recorded", "--speed", "2"]);
+        let r = &paced["metrics"]["replay"];
+        assert_eq!(r["statements"].as_u64(), Some(statements as u64), "{r}");
+        let elapsed = r["elapsed_s"].as_f64().unwrap();
+        assert!(elapsed >= span / 2.0 - 0.01, "replayed in {elapsed} s a log of {span} s at speed 2");
+        assert!(elapsed <= span / 2.0 + 3.0, "replayed in {elapsed} s a log of {span} s at speed 2: behind schedule");
+        let lag = r["lag"]["p50_ms"].as_f64().unwrap();
+        assert!(lag <= 50.0, "the median statement started {lag} ms after its time: {r}");
+        assert!(paced["measures"].as_array().unwrap().iter().any(|m| m["name"] == "lag behind the recording"));
     }
 }

@@ -65,3 +65,36 @@ fn a_checks_page_adds_a_new_batch_to_its_kept_studies_counting_each_once() {
     let said = String::from_utf8_lossy(&missing.stderr);
     assert!(!missing.status.success() && said.contains("cannot read /nonexistent/checks.json"), "{said}");
 }
+
+/// A checks page counts the A/A studies where some measure's test fired, each measure at 5%
+/// and the study's measures as one family; a report from before dbvs kept the family's
+/// p-values gets them recomputed from its own.
+#[test]
+fn a_checks_page_counts_the_studies_where_some_measure_fired_alone_and_as_a_family() {
+    let _share = share();
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let copy = tempfile::tempdir().unwrap();
+    let status =
+        Command::new("cp").arg("-r").arg(here.join("docs")).arg(here.join("scripts")).arg(copy.path()).status();
+    assert!(status.unwrap().success());
+    let text = std::fs::read_to_string(here.join("docs/results/data/check-aa-ltm/report.json")).unwrap();
+    let mut report: serde_json::Value = serde_json::from_str(&text).unwrap();
+    // One chance low p among four measures: 0.03 alone, 4 x 0.03 as a family.
+    for (m, p) in report["measures"].as_array_mut().unwrap().iter_mut().zip([0.03, 0.5, 0.6, 0.7]) {
+        let c = &mut m["comparisons"][0];
+        c["estimate"]["p_value"] = p.into();
+        c.as_object_mut().unwrap().remove("family");
+    }
+    let batch = copy.path().join("verdict-checks.test");
+    std::fs::create_dir_all(batch.join("aa-ltm-1")).unwrap();
+    std::fs::write(batch.join("aa-ltm-1/report.json"), report.to_string()).unwrap();
+    let o = Command::new("python3")
+        .arg(copy.path().join("scripts/results-docs"))
+        .args(["--checks", "family"])
+        .arg(&batch)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::read_to_string(copy.path().join("docs/results/family.md")).unwrap();
+    assert!(page.contains("| aa-ltm | 1 | 1 | 0 |"), "{page}");
+}
