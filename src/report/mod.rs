@@ -308,9 +308,6 @@ pub struct Comparison {
     /// The change stated as a share of the larger side, when the study asks (`also_as`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub share_of_larger: Option<crate::stats::ShareOfLarger>,
-    /// Its p-value adjusted for the comparison's other measures, which its verdict tests.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub family: Option<crate::stats::Family>,
 }
 
 impl Comparison {
@@ -457,8 +454,8 @@ pub(crate) mod sample {
     pub fn report() -> StudyReport {
         let base = [100.0, 102.0, 98.0, 101.0, 99.0, 100.0];
         let enc = [90.0, 91.0, 88.0, 92.0, 89.0, 90.5];
-        let est = paired_ratio(&base, &enc, 1, 0.95);
-        let near = paired_ratio(&enc, &enc.map(|x| x * 0.99), 1, 0.95);
+        let est = paired_ratio(&base, &enc, 1, 0.95, 1);
+        let near = paired_ratio(&enc, &enc.map(|x| x * 0.99), 1, 0.95, 1);
         let control = Comparison {
             variant: "sqlcipher".into(),
             against: Some("plain on ext4 image".into()),
@@ -467,7 +464,6 @@ pub(crate) mod sample {
             left_out: vec![],
             cost: false,
             share_of_larger: None,
-            family: None,
         };
         let info = |n: &str| VariantInfo {
             name: n.into(),
@@ -536,7 +532,6 @@ pub(crate) mod sample {
                 left_out: vec![],
                 cost: false,
                 share_of_larger: None,
-                family: None,
             }],
             controls: vec![control.clone()],
             measures: vec![MeasureReport {
@@ -556,7 +551,6 @@ pub(crate) mod sample {
                     left_out: vec![],
                     cost: false,
                     share_of_larger: crate::stats::share_of_larger(&base, &enc, 0.95),
-                    family: None,
                 }],
                 controls: vec![control],
                 pairs: vec![],

@@ -38,15 +38,13 @@ pub(super) fn verdict_cell(c: &Comparison) -> String {
     }
 }
 
-/// The p-value with its test, and the one its verdict tests when it was adjusted for the
-/// comparison's other measures.
+/// The p-value with its test, and the one its verdict tests when it was adjusted over the
+/// variant's other measures.
 fn p_cell(c: &Comparison) -> String {
     let e = &c.estimate;
-    match c.family {
-        Some(f) if f.measures > 1 => {
-            format!("{:.4} ({}); {:.4} over {} measures", e.p_value, test_name(e.test), f.p_adjusted, f.measures)
-        }
-        _ => format!("{:.4} ({})", e.p_value, test_name(e.test)),
+    match e.p_adjusted {
+        Some(p) => format!("{:.4} ({}); {p:.4} over {} measures", e.p_value, test_name(e.test), e.tested_among),
+        None => format!("{:.4} ({})", e.p_value, test_name(e.test)),
     }
 }
 

@@ -10,11 +10,11 @@ mod shift;
 mod verdict;
 mod wilcoxon;
 
-pub use family::{holm, Family};
+pub use family::{holm, test_together};
 pub use ratio::{paired_ratio, RatioEstimate, Test};
 pub use share::{share_of_larger, ShareOfLarger};
 pub use shift::{mean_shift, ratio_shift, Shift};
-pub use verdict::{level, verdict, verdict_among, Rules, Verdict};
+pub use verdict::{level, verdict, Rules, Verdict};
 pub use wilcoxon::{fewest_for_significance, signed_rank_interval, signed_rank_p};
 
 use serde::Serialize;

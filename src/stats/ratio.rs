@@ -40,10 +40,21 @@ pub struct RatioEstimate {
     pub sd_log: f64,
     #[serde(default = "default_confidence")]
     pub confidence: f64,
+    /// The measures tested together with this one, itself included (see [`super::family`]).
+    #[serde(default = "alone")]
+    pub tested_among: usize,
+    /// Its p-value adjusted over those measures (Holm), which its verdict tests; none when
+    /// it was tested alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_adjusted: Option<f64>,
 }
 
 fn default_confidence() -> f64 {
     super::CONFIDENCE
+}
+
+fn alone() -> usize {
+    1
 }
 
 /// The power the smallest detectable change is quoted at: called four times in five.
@@ -77,14 +88,21 @@ impl RatioEstimate {
         }
     }
 
+    /// The p-value its verdict tests: adjusted over its family, or its own.
+    pub fn tested_p(&self) -> f64 {
+        self.p_adjusted.unwrap_or(self.p_value)
+    }
+
     /// The smallest change (as a fraction) that this many blocks with this noise would call
-    /// significant with 80% power: (t_{1-a/2} + t_{0.8}) x noise / sqrt(n) on the log scale.
+    /// significant with 80% power: (t_{1-a/2} + t_{0.8}) x noise / sqrt(n) on the log scale,
+    /// at the level of the first step of its family's test (alpha / measures).
     pub fn detectable(&self) -> f64 {
         let n = self.n as f64;
         if self.n < 2 {
             return f64::INFINITY;
         }
-        let t = t_critical_at(n - 1.0, self.confidence) + t_critical_at(n - 1.0, 2.0 * POWER - 1.0);
+        let level = 1.0 - (1.0 - self.confidence) / self.tested_among as f64;
+        let t = t_critical_at(n - 1.0, level) + t_critical_at(n - 1.0, 2.0 * POWER - 1.0);
         (t * self.noise_log() / n.sqrt()).exp() - 1.0
     }
 
@@ -98,8 +116,17 @@ impl RatioEstimate {
 }
 
 /// Compares `variant` to `baseline`, block by block (equal lengths, positive values), with
-/// intervals at `confidence`. `seed` makes the bootstrap reproducible.
-pub fn paired_ratio(baseline: &[f64], variant: &[f64], seed: u64, confidence: f64) -> RatioEstimate {
+/// intervals at `confidence`, as one of `tested_among` measures tested together: the
+/// signed-rank test decides once it can reach the family's first adjusted level
+/// (alpha / tested_among), the paired t-test below that. `seed` makes the bootstrap
+/// reproducible.
+pub fn paired_ratio(
+    baseline: &[f64],
+    variant: &[f64],
+    seed: u64,
+    confidence: f64,
+    tested_among: usize,
+) -> RatioEstimate {
     assert_eq!(baseline.len(), variant.len(), "paired samples must have equal lengths");
     assert!(!baseline.is_empty(), "need at least one block");
     let d: Vec<f64> = baseline.iter().zip(variant).map(|(b, v)| (v / b).ln()).collect();
@@ -107,7 +134,9 @@ pub fn paired_ratio(baseline: &[f64], variant: &[f64], seed: u64, confidence: f6
     let m = mean(&d);
     let half =
         if n < 2 { f64::INFINITY } else { t_critical_at((n - 1) as f64, confidence) * sd(&d) / (n as f64).sqrt() };
-    let inverted = (n >= fewest_for_significance(1.0 - confidence)).then(|| signed_rank_interval(&d, confidence));
+    let tested_among = tested_among.max(1);
+    let inverted = (n >= fewest_for_significance((1.0 - confidence) / tested_among as f64))
+        .then(|| signed_rank_interval(&d, confidence));
     let (test, (centre, (lo, hi))) = match inverted.flatten() {
         Some(walsh) => (Test::SignedRank, walsh),
         None => (Test::PairedT, (m, (m - half, m + half))),
@@ -124,6 +153,8 @@ pub fn paired_ratio(baseline: &[f64], variant: &[f64], seed: u64, confidence: f6
         test,
         sd_log: if n < 2 { 0.0 } else { sd(&d) },
         confidence,
+        tested_among,
+        p_adjusted: None,
     }
 }
 
@@ -150,7 +181,7 @@ mod tests {
         // = [0.900782, 0.967796].
         let b = [100.0, 200.0, 150.0, 120.0, 80.0];
         let v = [90.0, 190.0, 138.0, 116.4, 74.4];
-        let r = paired_ratio(&b, &v, 1, 0.95);
+        let r = paired_ratio(&b, &v, 1, 0.95, 1);
         assert!((r.ratio - 0.933688).abs() < 1e-5, "{r:?}");
         assert!((r.ci.0 - 0.900782).abs() < 1e-5 && (r.ci.1 - 0.967796).abs() < 1e-5, "{r:?}");
         // Five blocks are too few for the signed-rank test at 95%: the paired t-test decides.
@@ -176,8 +207,15 @@ mod tests {
             test: Test::PairedT,
             sd_log: 0.02,
             confidence: 0.95,
+            tested_among: 1,
+            p_adjusted: None,
         };
         assert!((e.detectable() - 0.020093).abs() < 2e-4, "{}", e.detectable());
+        // One of four measures tested together is first tested at 0.05 / 4: t_0.99375,9 =
+        // 3.110935 (bisection on a Simpson-integrated t density), so (3.110935 + 0.8834) x
+        // 0.006325 = 0.025262, i.e. 2.56%.
+        let in_four = RatioEstimate { tested_among: 4, ..e.clone() };
+        assert!((in_four.detectable() - 0.025584).abs() < 2e-4, "{}", in_four.detectable());
         // +-1% needs t_{n-1} x 0.02 / sqrt(n) <= ln(1.01): n = 18 (t_17 = 2.109816).
         assert_eq!(e.blocks_for(0.01), 18);
         assert!(e.blocks_for(0.005) > 60);
@@ -189,7 +227,7 @@ mod tests {
         let b = [100.0; 12];
         let mut v: Vec<f64> = (0..12).map(|i| 98.0 + 0.5 * ((i * 5 % 7) as f64 - 3.0) / 3.0).collect();
         v[4] = 70.0;
-        let r = paired_ratio(&b, &v, 3, 0.95);
+        let r = paired_ratio(&b, &v, 3, 0.95, 1);
         assert_eq!(r.test, Test::SignedRank);
         assert!((r.ratio - 0.98).abs() < 0.003 && r.ci.1 < 0.985 && r.ci.0 > 0.97, "{r:?}");
         // The t-interval of the same blocks spans about +-6%, and the noise the interval
@@ -199,12 +237,26 @@ mod tests {
         assert!(r.p_value < 0.05);
     }
 
+    /// Among four measures the first adjusted level is 0.0125, which the signed-rank test
+    /// cannot reach before eight blocks (2 / 2^7 = 0.0156): below that the t-test decides,
+    /// so a few blocks can still call a clear change.
+    #[test]
+    fn in_a_family_the_signed_rank_test_decides_once_it_can_reach_the_adjusted_level() {
+        let b = [100.0; 8];
+        let v = [90.0, 91.0, 89.5, 90.5, 90.2, 89.8, 90.1, 90.3];
+        let (seven, eight) = (paired_ratio(&b[..7], &v[..7], 1, 0.95, 4), paired_ratio(&b, &v, 1, 0.95, 4));
+        assert_eq!((seven.test, eight.test), (Test::PairedT, Test::SignedRank));
+        assert!(seven.p_value < 0.0125 && eight.p_value < 0.0125, "{seven:?} {eight:?}");
+        assert_eq!(paired_ratio(&b[..7], &v[..7], 1, 0.95, 1).test, Test::SignedRank, "alone, six are enough");
+        assert_eq!((seven.tested_among, seven.p_adjusted), (4, None), "adjusted when tested together");
+    }
+
     #[test]
     fn block_level_drift_cancels() {
         // The machine gets 10x faster between blocks; the variant is always 5% slower.
         let b: Vec<f64> = (0..8).map(|i| 100.0 * 10f64.powi(i % 2)).collect();
         let v: Vec<f64> = b.iter().map(|x| x * 0.95).collect();
-        let r = paired_ratio(&b, &v, 2, 0.95);
+        let r = paired_ratio(&b, &v, 2, 0.95, 1);
         assert!((r.ratio - 0.95).abs() < 1e-12 && r.relative_half_width() < 1e-9);
     }
 
@@ -212,6 +264,6 @@ mod tests {
     fn bootstrap_is_reproducible_per_seed() {
         let b = [1.0, 1.1, 0.9, 1.05, 0.97, 1.02];
         let v = [1.01, 1.0, 0.95, 1.1, 0.99, 1.0];
-        assert_eq!(paired_ratio(&b, &v, 7, 0.95).bootstrap_ci, paired_ratio(&b, &v, 7, 0.95).bootstrap_ci);
+        assert_eq!(paired_ratio(&b, &v, 7, 0.95, 1).bootstrap_ci, paired_ratio(&b, &v, 7, 0.95, 1).bootstrap_ci);
     }
 }

@@ -1,7 +1,7 @@
 //! Turning a ratio estimate into words, the way criterion does: a change must be both
 //! statistically significant and larger than the noise threshold on its whole interval.
 
-use super::{Family, RatioEstimate};
+use super::RatioEstimate;
 use serde::Serialize;
 
 /// What it takes to call a change: the confidence of the interval and the test, and the
@@ -107,20 +107,15 @@ pub fn level(confidence: f64) -> String {
 }
 
 /// `est` is variant / baseline of a metric; `higher_is_better` says which way is faster
-/// (true for throughput, false for latency or seconds).
+/// (true for throughput, false for latency or seconds). The test is significant when the
+/// p-value it tests (adjusted over its family, see [`super::family`]) is below alpha.
 pub fn verdict(est: &RatioEstimate, higher_is_better: bool, rules: &Rules) -> Verdict {
-    verdict_among(est, None, higher_is_better, rules)
-}
-
-/// The verdict of a measure tested with the other measures of its comparison: significant
-/// when its `family`-adjusted p-value is below alpha (see [`super::family`]).
-pub fn verdict_among(est: &RatioEstimate, family: Option<Family>, higher_is_better: bool, rules: &Rules) -> Verdict {
     let alpha = rules.alpha();
-    let (p, adjusted) = match family {
-        Some(f) if f.measures > 1 => (f.p_adjusted, format!(", {:.3} over its {} measures", f.p_adjusted, f.measures)),
-        _ => (est.p_value, String::new()),
+    let adjusted = match est.p_adjusted {
+        Some(p) => format!(", {p:.3} over its {} measures", est.tested_among),
+        None => String::new(),
     };
-    if p >= alpha {
+    if est.tested_p() >= alpha {
         return Verdict::NoSignificantDifference { reason: format!("p = {:.3}{adjusted} >= {alpha:.3}", est.p_value) };
     }
     let noise = rules.threshold;
@@ -161,7 +156,18 @@ mod tests {
             test: Default::default(),
             sd_log: 0.0,
             confidence: 0.95,
+            tested_among: 1,
+            p_adjusted: None,
         }
+    }
+
+    #[test]
+    fn a_measure_tested_among_others_is_called_by_its_adjusted_p() {
+        let alone = est(0.98, (0.97, 0.989), 0.03);
+        assert!(matches!(verdict(&alone, true, &Rules::default()), Verdict::Slower { .. }));
+        let among = RatioEstimate { tested_among: 4, p_adjusted: Some(0.09), ..alone };
+        let v = verdict(&among, true, &Rules::default());
+        assert_eq!(v.to_string(), "no significant difference (p = 0.030, 0.090 over its 4 measures >= 0.050)");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use super::{Active, CanaryResult};
 use crate::driver::{LatencySummary, RunStatus};
 use crate::record::RunRecord;
 use crate::report::{Comparison, MeasureReport, RunRow, StudyReport, Sut, VariantReport};
-use crate::stats::{median, paired_ratio, summarize, verdict, verdict_among, Family, RatioEstimate, Rules};
+use crate::stats::{median, paired_ratio, summarize, verdict, RatioEstimate, Rules};
 use crate::status::{Status, VariantStatus};
 use crate::sys::cgroup::Usage;
 use crate::variants::VariantConfig;
@@ -49,9 +49,26 @@ fn zeros(sides: [(&str, &[Option<f64>]); 2]) -> Vec<(usize, String)> {
         .collect()
 }
 
-fn estimate(base: &Active, a: &Active, key: &str, seed: u64, rules: &Rules) -> Option<RatioEstimate> {
+/// One comparison of one measure, as one of the `tested_among` measures of its family.
+fn estimate(
+    base: &Active,
+    a: &Active,
+    key: &str,
+    seed: u64,
+    rules: &Rules,
+    tested_among: usize,
+) -> Option<RatioEstimate> {
     let (b, v) = pairs(base, a, key);
-    (b.len() >= 2).then(|| paired_ratio(&b, &v, seed, rules.confidence))
+    (b.len() >= 2).then(|| paired_ratio(&b, &v, seed, rules.confidence, tested_among))
+}
+
+/// The size of a comparison's family for `m`: the measures of m's workload that it can
+/// compare (two paired blocks or more), tested together (see [`crate::stats::family`]). A
+/// workload's measures answer one question, what the change costs that work; a study of
+/// several workloads asks one per workload.
+fn family_size(active: &[Active], measures: &[Measure], (i, c): (usize, Against), m: &Measure) -> usize {
+    let (reference, a) = (&active[c.other().unwrap_or(0)], &active[i]);
+    measures.iter().filter(|x| x.workload == m.workload && pairs(reference, a, &x.key()).0.len() >= 2).count()
 }
 
 /// What a variant is compared with.
@@ -83,7 +100,14 @@ fn pairings(active: &[Active], pairs: &[(String, String)]) -> Vec<(usize, Agains
         (c != 0 && c != i).then_some((i, Against::Control(c)))
     });
     let named = pairs.iter().filter_map(|(a, b)| Some((index(a)?, Against::Pair(index(b)?))));
-    with_baseline.chain(with_control).chain(named).collect()
+    let mut all: Vec<(usize, Against)> = vec![];
+    // A pair named twice is one comparison.
+    for p in with_baseline.chain(with_control).chain(named) {
+        if !all.contains(&p) {
+            all.push(p);
+        }
+    }
+    all
 }
 
 /// A measure the runs do not give (power without a meter): the baseline has values of
@@ -92,6 +116,11 @@ fn silent(active: &[Active], measures: &[Measure], m: &Measure) -> bool {
     let first = measures.iter().find(|x| x.workload == m.workload).unwrap_or(m);
     let any = |key: &str| values(&active[0], key).iter().any(Option::is_some);
     any(&first.key()) && !any(&m.key())
+}
+
+/// The measures the runs give, all but the [`silent`] ones.
+fn given(active: &[Active], measures: &[Measure]) -> Vec<Measure> {
+    measures.iter().filter(|m| !silent(active, measures, m)).cloned().collect()
 }
 
 /// One running comparison's interval so far.
@@ -129,7 +158,7 @@ impl Width {
 /// Every comparison still running, with its interval so far.
 pub(super) fn half_widths(active: &[Active], measures: &[Measure], study: &StudyFile) -> Vec<Width> {
     let many = measures.len() > 1;
-    let measures: Vec<&Measure> = measures.iter().filter(|m| !silent(active, measures, m)).collect();
+    let given = &given(active, measures);
     pairings(active, &study.compare)
         .into_iter()
         .filter(|&(i, c)| active[i].failed.is_none() && c.other().is_none_or(|c| active[c].failed.is_none()))
@@ -138,7 +167,7 @@ pub(super) fn half_widths(active: &[Active], measures: &[Measure], study: &Study
             let other = c.other().unwrap_or(0);
             let reference = &active[other];
             let target = study.targets().of(&a.cfg.name, Some(&reference.cfg.name));
-            measures.iter().map(move |m| {
+            given.iter().map(move |m| {
                 let mut name = a.cfg.name.clone();
                 if c != Against::Baseline {
                     name = format!("{name} vs {}", reference.cfg.name);
@@ -146,7 +175,8 @@ pub(super) fn half_widths(active: &[Active], measures: &[Measure], study: &Study
                 if many {
                     name = format!("{name} {}", m.key());
                 }
-                let e = estimate(reference, a, &m.key(), study.seed, &study.verdict);
+                let tested_among = family_size(active, given, (i, c), m);
+                let e = estimate(reference, a, &m.key(), study.seed, &study.verdict, tested_among);
                 Width {
                     name,
                     half_width: e.as_ref().map_or(f64::INFINITY, RatioEstimate::relative_half_width),
@@ -160,7 +190,8 @@ pub(super) fn half_widths(active: &[Active], measures: &[Measure], study: &Study
         .collect()
 }
 
-/// Every measure's per-variant summaries and comparisons.
+/// Every measure's per-variant summaries and comparisons, each comparison's measures of a
+/// workload tested as one family.
 fn measure_reports(
     active: &[Active],
     measures: &[Measure],
@@ -169,9 +200,12 @@ fn measure_reports(
     seed: u64,
     rules: &Rules,
 ) -> Vec<MeasureReport> {
-    let mut reports: Vec<MeasureReport> = measures
+    let pairings = pairings(active, pairs);
+    let mut estimates = family_estimates(active, measures, &pairings, seed, rules);
+    measures
         .iter()
-        .map(|m| {
+        .zip(estimates.iter_mut())
+        .map(|(m, estimates)| {
             let key = m.key();
             let summaries = active
                 .iter()
@@ -182,10 +216,9 @@ fn measure_reports(
                 .collect();
             let mut report =
                 MeasureReport { measure: m.clone(), summaries, comparisons: vec![], controls: vec![], pairs: vec![] };
-            for (i, c) in pairings(active, pairs) {
-                let a = &active[i];
-                let reference = &active[c.other().unwrap_or(0)];
-                let Some(e) = estimate(reference, a, &key, seed, rules) else { continue };
+            for (&(i, c), e) in pairings.iter().zip(estimates.iter_mut()) {
+                let (a, reference) = (&active[i], &active[c.other().unwrap_or(0)]);
+                let Some(e) = e.take() else { continue };
                 let comparison = Comparison {
                     variant: a.cfg.name.clone(),
                     against: c.other().map(|_| reference.cfg.name.clone()),
@@ -197,7 +230,6 @@ fn measure_reports(
                         let (b, v) = self::pairs(reference, a, &key);
                         crate::stats::share_of_larger(&b, &v, rules.confidence)
                     }),
-                    family: None,
                 };
                 match c {
                     Against::Baseline => report.comparisons.push(comparison),
@@ -207,41 +239,44 @@ fn measure_reports(
             }
             report
         })
+        .collect()
+}
+
+/// Every measure's estimate for every pairing (by measure, then pairing), each family (a
+/// pairing and a workload's measures) tested together.
+fn family_estimates(
+    active: &[Active],
+    measures: &[Measure],
+    pairings: &[(usize, Against)],
+    seed: u64,
+    rules: &Rules,
+) -> Vec<Vec<Option<RatioEstimate>>> {
+    let mut estimates: Vec<Vec<Option<RatioEstimate>>> = measures
+        .iter()
+        .map(|m| {
+            let key = m.key();
+            pairings
+                .iter()
+                .map(|&(i, c)| {
+                    let tested_among = family_size(active, measures, (i, c), m);
+                    estimate(&active[c.other().unwrap_or(0)], &active[i], &key, seed, rules, tested_among)
+                })
+                .collect()
+        })
         .collect();
-    test_as_families(&mut reports, rules);
-    reports
-}
-
-/// Tests each comparison's measures as one family (see [`crate::stats::family`]): a
-/// variant's comparison with its baseline, its control or its pair, over every measure the
-/// study compares, and gives each verdict the adjusted p-value.
-fn test_as_families(reports: &mut [MeasureReport], rules: &Rules) {
-    // By which list (baseline, control, pair), variant and reference: where the members are,
-    // as (measure, place in its list).
-    type Key = (usize, String, Option<String>);
-    let mut families: BTreeMap<Key, Vec<(usize, usize)>> = BTreeMap::new();
-    for (r, report) in reports.iter_mut().enumerate() {
-        for (kind, list) in lists(report).into_iter().enumerate() {
-            for (i, c) in list.iter().enumerate() {
-                families.entry((kind, c.variant.clone(), c.against.clone())).or_default().push((r, i));
-            }
+    let workloads: std::collections::BTreeSet<&str> = measures.iter().map(|m| m.workload.as_str()).collect();
+    for p in 0..pairings.len() {
+        for &workload in &workloads {
+            let mut members: Vec<&mut RatioEstimate> = measures
+                .iter()
+                .zip(estimates.iter_mut())
+                .filter(|(m, _)| m.workload == workload)
+                .filter_map(|(_, row)| row[p].as_mut())
+                .collect();
+            crate::stats::test_together(&mut members);
         }
     }
-    for ((kind, ..), members) in families {
-        let ps: Vec<f64> = members.iter().map(|&(r, i)| lists(&mut reports[r])[kind][i].estimate.p_value).collect();
-        for (&(r, i), p_adjusted) in members.iter().zip(crate::stats::holm(&ps)) {
-            let higher_is_better = reports[r].measure.higher_is_better;
-            let c = &mut lists(&mut reports[r])[kind][i];
-            let family = Family { measures: ps.len(), p_adjusted };
-            c.family = Some(family);
-            c.verdict = verdict_among(&c.estimate, Some(family), higher_is_better, rules);
-        }
-    }
-}
-
-/// A measure's comparisons with the baseline, with controls and in pairs, in that order.
-fn lists(report: &mut MeasureReport) -> [&mut Vec<Comparison>; 3] {
-    [&mut report.comparisons, &mut report.controls, &mut report.pairs]
+    estimates
 }
 
 pub(super) fn progress_line(widths: &[Width]) -> String {
@@ -400,7 +435,7 @@ fn series(records: &[&RunRecord]) -> Vec<(f64, f64)> {
 
 pub(super) fn build(i: Inputs) -> StudyReport {
     let base = &i.active[0];
-    let given: Vec<Measure> = i.measures.iter().filter(|m| !silent(i.active, i.measures, m)).cloned().collect();
+    let given = given(i.active, i.measures);
     let measures = measure_reports(i.active, &given, &i.study.compare, i.study.also_as, i.study.seed, &i.study.verdict);
     let headline = &measures[0];
     let key = headline.measure.key();
@@ -504,66 +539,57 @@ fn workload_params(w: &super::file::WorkloadConfig) -> serde_json::Value {
 
 #[cfg(test)]
 mod tests {
-    use super::{read_nothing, test_as_families, zeros};
-    use crate::report::{Comparison, Measure, MeasureReport};
-    use crate::stats::{verdict, RatioEstimate, Rules, Verdict};
+    use super::super::{Active, Prepared};
+    use super::{family_estimates, pairings, read_nothing, zeros, Against};
+    use crate::report::Measure;
+    use crate::stats::Rules;
 
-    fn compared(variant: &str, against: Option<&str>, ratio: f64, ci: (f64, f64), p_value: f64) -> Comparison {
-        let estimate = RatioEstimate {
-            n: 12,
-            ratio,
-            ci,
-            bootstrap_ci: ci,
-            p_value,
-            test: Default::default(),
-            sd_log: 0.01,
-            confidence: 0.95,
-        };
-        Comparison {
-            variant: variant.into(),
-            against: against.map(Into::into),
-            verdict: verdict(&estimate, true, &Rules::default()),
-            estimate,
-            left_out: vec![],
-            cost: false,
-            share_of_larger: None,
-            family: None,
+    fn measure(workload: &str, name: &str) -> Measure {
+        Measure { workload: workload.into(), name: name.into(), unit: "u".into(), higher_is_better: true, cost: false }
+    }
+
+    /// A variant whose eight blocks of each measure are `value(block)`.
+    fn variant(name: &str, measures: &[Measure], value: impl Fn(&Measure, usize) -> f64) -> Active {
+        let cfg = toml::from_str(&format!("name = '{name}'")).unwrap();
+        let mut a = Active::new(cfg, Prepared::not_set_up());
+        for m in measures {
+            a.values.insert(m.key(), (0..8).map(|b| Some(value(m, b))).collect());
         }
+        a
     }
 
-    fn measure(name: &str, comparisons: Vec<Comparison>, controls: Vec<Comparison>) -> MeasureReport {
-        let measure = Measure {
-            workload: "ds2".into(),
-            name: name.into(),
-            unit: "u".into(),
-            higher_is_better: true,
-            cost: false,
-        };
-        MeasureReport { measure, summaries: vec![], comparisons, controls, pairs: vec![] }
-    }
-
-    /// A 2% drop at p = 0.03 is "slower" on its own; second smallest of four measures, its
-    /// adjusted p is 3 x 0.03, so a chance low p among a comparison's measures calls nothing.
-    /// A large change stays called, and a control comparison is a family of its own.
+    /// Each pairing's measures of one workload are one family: "x" 2% slower on tpcb's TPS in
+    /// every block (the smallest p eight blocks give, 2 / 2^8) and unchanged give or take 1%
+    /// on its CPU is tested among two, its p doubled; ds2's one measure alone; the pair
+    /// x-y (named twice, compared once) is a family of its own.
     #[test]
-    fn a_comparisons_measures_are_tested_as_one_family() {
-        let chance = || compared("x", None, 0.98, (0.97, 0.989), 0.03);
-        let mut reports = vec![
-            measure("OPM", vec![chance()], vec![compared("x", Some("x-control"), 0.98, (0.97, 0.989), 0.03)]),
-            measure("CPU", vec![compared("x", None, 0.95, (0.93, 0.97), 0.001)], vec![]),
-            measure("read", vec![compared("x", None, 1.0, (0.99, 1.01), 0.5)], vec![]),
-            measure("written", vec![compared("x", None, 1.0, (0.99, 1.01), 0.6)], vec![]),
+    fn a_pairings_measures_of_one_workload_are_tested_as_one_family() {
+        let measures = [measure("tpcb", "TPS"), measure("tpcb", "CPU"), measure("ds2", "OPM")];
+        let wobble = |b: usize| if b.is_multiple_of(2) { 101.0 } else { 99.0 + 0.1 * b as f64 };
+        let active = [
+            variant("base", &measures, |_, _| 100.0),
+            variant("x", &measures, |m, b| if m.name == "TPS" { 98.0 - 0.01 * b as f64 } else { wobble(b) }),
+            variant("y", &measures, |m, b| if m.name == "CPU" { 95.0 } else { 100.0 + 0.01 * b as f64 }),
         ];
-        assert!(matches!(reports[0].comparisons[0].verdict, Verdict::Slower { .. }), "alone it is called");
-        test_as_families(&mut reports, &Rules::default());
-        let opm = &reports[0].comparisons[0];
-        assert_eq!(opm.family.map(|f| (f.measures, (f.p_adjusted * 1000.0).round())), Some((4, 90.0)));
-        let words = opm.verdict.to_string();
-        assert!(words.contains("p = 0.030, 0.090 over its 4 measures >= 0.050"), "{words}");
-        assert!(matches!(reports[1].comparisons[0].verdict, Verdict::Slower { .. }), "0.001 x 4 is still called");
-        let control = &reports[0].controls[0];
-        assert_eq!(control.family.map(|f| f.measures), Some(1));
-        assert!(matches!(control.verdict, Verdict::Slower { .. }), "{}", control.verdict);
+        let pairs = [("x".to_string(), "y".to_string()), ("x".to_string(), "y".to_string())];
+        let pairings = pairings(&active, &pairs);
+        assert_eq!(pairings.len(), 3, "x and y with the baseline, and x with y once");
+        let at = |p: (usize, Against)| pairings.iter().position(|&q| q == p).unwrap();
+        let (x, xy) = (at((1, Against::Baseline)), at((1, Against::Pair(2))));
+        let estimates = family_estimates(&active, &measures, &pairings, 1, &Rules::default());
+        let of = |m: usize, p: usize| estimates[m][p].as_ref().unwrap();
+        let tps = of(0, x);
+        assert_eq!(tps.tested_among, 2);
+        assert!((tps.p_value - 2.0 / 256.0).abs() < 1e-12, "{tps:?}");
+        assert_eq!(tps.p_adjusted, Some(2.0 * tps.p_value), "the smaller of two, doubled");
+        assert!(of(1, x).p_adjusted.unwrap() >= of(1, x).p_value, "the larger never falls");
+        let opm = of(2, x);
+        assert_eq!((opm.tested_among, opm.p_adjusted), (1, None), "ds2's OPM is tested alone");
+        // x against y: TPS 2% lower and CPU far higher than y's 95 in every block: both p
+        // are the smallest, and the family doubles the first.
+        let (tps_xy, cpu_xy) = (of(0, xy), of(1, xy));
+        assert_eq!((tps_xy.tested_among, cpu_xy.tested_among), (2, 2));
+        assert_eq!(tps_xy.p_adjusted, Some(2.0 * tps_xy.p_value), "{tps_xy:?} {cpu_xy:?}");
     }
 
     #[test]
