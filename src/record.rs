@@ -51,6 +51,43 @@ pub struct InstanceRow {
     pub metrics: serde_json::Value,
 }
 
+/// What taking turns cost an interleaved variant: how much longer the first units of its
+/// workers' turns took than the same turns' later units (the last left out: it may run on
+/// after its sibling stopped). A turn starts after the other
+/// variants' slices, with caches they filled; a run alone has no such starts, so this is
+/// what the slices add to the variant's time at work, and a ratio of two variants moves by
+/// the difference of their shares. Summed over the turns in the measured window that had
+/// later units to compare with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TurnStarts {
+    /// The turns tallied (a worker's turn, with more units than the first ones).
+    pub turns: u64,
+    /// The first units' time at work beyond the pace of their turn's later units (negative:
+    /// they were quicker), in seconds summed over the workers.
+    pub excess_s: f64,
+    /// The tallied turns' whole time at work, in seconds summed over the workers.
+    pub at_work_s: f64,
+}
+
+impl TurnStarts {
+    /// The units a turn's start counts: a worker's first two in each turn.
+    pub const FIRST_UNITS: u32 = 2;
+
+    /// The excess as a share of the time the same units took beside it (0.003: turn starts
+    /// added 0.3%); `None` without a turn tallied.
+    pub fn share(&self) -> Option<f64> {
+        let warm = self.at_work_s - self.excess_s;
+        (self.turns > 0 && warm > 0.0).then(|| self.excess_s / warm)
+    }
+
+    /// Both tallies as one.
+    pub fn add(&mut self, other: &TurnStarts) {
+        self.turns += other.turns;
+        self.excess_s += other.excess_s;
+        self.at_work_s += other.at_work_s;
+    }
+}
+
 /// The version of the run record's JSON (and of a study's report.json): additions keep
 /// it; a renamed, removed or re-meant field raises it. Files without it are version 1.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -129,6 +166,9 @@ pub struct RunRecord {
     /// With `--clients`: the client hosts that drove the run, and the server's own count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clients: Option<crate::driver::ClientsRecord>,
+    /// In an interleaved run, what the starts of the variant's turns cost it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_starts: Option<TurnStarts>,
 }
 
 impl RunRecord {
@@ -179,6 +219,7 @@ impl RunRecord {
             companions: None,
             settle_s: None,
             clients: run.remote,
+            turn_starts: None,
         }
     }
 
@@ -223,6 +264,7 @@ impl RunRecord {
             companions: None,
             settle_s: None,
             clients: None,
+            turn_starts: None,
         }
     }
 

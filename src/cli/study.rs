@@ -101,6 +101,12 @@ fn print_outcome(outcome: &study::Outcome) {
     for warning in r.regime.iter().filter_map(crate::report::Regime::warning) {
         println!("  warning: {warning}");
     }
+    for t in &r.turn_starts {
+        println!("  turn starts: {}", t.text());
+        if let Some(warning) = t.warning(r.rules.threshold) {
+            println!("  warning: {warning}");
+        }
+    }
     // What the noise allows, beside every headline verdict.
     for c in &r.comparisons {
         println!(

@@ -31,6 +31,7 @@ fn clause(lead: &str, c: &Comparison) -> String {
 pub fn lines(r: &StudyReport) -> Vec<String> {
     let others = r.variants.iter().filter(|v| v.info.name != r.baseline);
     let regime = r.regime.iter().filter_map(super::Regime::warning);
+    let turn_starts = r.turn_starts.iter().filter_map(|t| t.warning(r.rules.threshold));
     others
         .map(|v| {
             let name = &v.info.name;
@@ -65,6 +66,7 @@ pub fn lines(r: &StudyReport) -> Vec<String> {
             line
         })
         .chain(regime)
+        .chain(turn_starts)
         .collect()
 }
 

@@ -57,6 +57,9 @@ pub fn render(r: &StudyReport) -> Result<String> {
     for d in &r.design {
         let _ = writeln!(out, "<p class=\"status\">Design: {}.</p>", esc(&d.text()));
     }
+    for t in &r.turn_starts {
+        let _ = writeln!(out, "<p class=\"status\">Turn starts: {}.</p>", esc(&t.text()));
+    }
     let _ = writeln!(out, "<h2>Answer</h2>\n<ul class=\"answer\">");
     for line in super::answer::lines(r) {
         let _ = writeln!(out, "<li>{}</li>", esc(&line));

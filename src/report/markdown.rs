@@ -33,6 +33,9 @@ pub fn render(r: &StudyReport) -> String {
     for d in &r.design {
         let _ = writeln!(out, "- design: {}", d.text());
     }
+    for t in &r.turn_starts {
+        let _ = writeln!(out, "- turn starts: {}", t.text());
+    }
     let _ = writeln!(out, "\n## Answer\n");
     for line in super::answer::lines(r) {
         let _ = writeln!(out, "- {line}");

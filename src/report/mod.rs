@@ -10,8 +10,10 @@ mod json;
 mod ladder;
 pub(crate) mod markdown;
 pub(crate) mod tables;
+mod turn_starts;
 pub use tables::noise;
 pub(crate) use tables::number;
+pub use turn_starts::TurnStartsReport;
 
 pub(crate) use charts::PALETTE;
 
@@ -165,6 +167,9 @@ pub struct StudyReport {
     /// Whether the study was in the regime it asked for (see [`Regime`]).
     #[serde(default)]
     pub regime: Vec<Regime>,
+    /// Per workload whose variants took turns, what their turns' starts cost them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turn_starts: Vec<TurnStartsReport>,
     /// The AES table the study measured before its blocks (`aes_table`), seed 000's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aes_table: Option<crate::cipher::table::AesTable>,
@@ -593,6 +598,12 @@ pub(crate) mod sample {
                 few_turns: None,
             }],
             regime: vec![Regime { workload: "ds2".into(), runs: 6, in_cache: vec!["block 2 plain".into()] }],
+            turn_starts: vec![TurnStartsReport::new(
+                "ds2".into(),
+                ["plain", "sqlcipher"]
+                    .map(|v| (v.into(), crate::record::TurnStarts { turns: 500, excess_s: 0.01, at_work_s: 4.0 }))
+                    .to_vec(),
+            )],
             aes_table: Some(crate::cipher::table::AesTable {
                 openssl: "OpenSSL 3.0.17".into(),
                 threads: 2,

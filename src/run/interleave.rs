@@ -149,10 +149,12 @@ fn measure_all(spec: &RunSpec, sides: &[RunSpec], sets: &[SetUp]) -> Result<Vec<
     // The machine during the run, which every side shared.
     let telemetry = sampler.finish(None);
     let mut records = Vec::new();
-    for (((set, result), pacing), own) in sets.iter().zip(results).zip(&pacings).zip(own_devices) {
+    for ((((set, result), pacing), own), &place) in sets.iter().zip(results).zip(&pacings).zip(own_devices).zip(&places)
+    {
         let (mut side, _) = set.records(vec![result], pacing, &started_at);
         let mut record = side.remove(0);
         record.telemetry = Some(telemetry.for_side(own));
+        record.turn_starts = slices.turn_starts(place);
         records.push(record);
     }
     Ok(records)

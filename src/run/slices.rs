@@ -24,6 +24,7 @@
 use super::board::Board;
 use super::slice_writes::PlaceWrites;
 use crate::driver::{IntervalSample, Outcome, UnitRecorder, Worker};
+use crate::record::TurnStarts;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use std::collections::VecDeque;
@@ -58,21 +59,31 @@ pub struct Slices {
     writes: Vec<Option<PlaceWrites>>,
 }
 
-/// One place's measured window (nanoseconds from the epoch) and its workers' time at work
-/// in it.
+/// One place's measured window (nanoseconds from the epoch), its workers' time at work in
+/// it, and what the starts of their turns cost.
 struct Account {
     from: AtomicU64,
     to: AtomicU64,
     at_work_ns: AtomicU64,
+    turn_starts: Mutex<TurnStarts>,
+}
+
+impl Account {
+    fn new() -> Self {
+        Self {
+            from: AtomicU64::new(UNSET),
+            to: AtomicU64::new(UNSET),
+            at_work_ns: AtomicU64::new(0),
+            turn_starts: Mutex::default(),
+        }
+    }
 }
 
 impl Slices {
     /// Slices of `slice` from `origin` on (earlier ones too: the warm-up alternates as well),
     /// for `variants` places whose units in flight `board` counts.
     pub fn new(variants: usize, slice: Duration, origin: Instant, seed: u64, board: Board) -> Self {
-        let accounts = (0..variants.max(1))
-            .map(|_| Account { from: AtomicU64::new(UNSET), to: AtomicU64::new(UNSET), at_work_ns: AtomicU64::new(0) })
-            .collect();
+        let accounts = (0..variants.max(1)).map(|_| Account::new()).collect();
         let (shares, weighted) = (vec![], Mutex::default());
         let writes = (0..variants.max(1)).map(|_| None).collect();
         Self {
@@ -264,6 +275,17 @@ impl Slices {
     pub fn at_work(&self, variant: usize) -> Duration {
         Duration::from_nanos(self.accounts[variant].at_work_ns.load(Relaxed))
     }
+
+    fn add_turn(&self, variant: usize, turn: &TurnStarts) {
+        self.accounts[variant].turn_starts.lock().unwrap_or_else(|e| e.into_inner()).add(turn);
+    }
+
+    /// What the starts of `variant`'s workers' turns cost it in its window (`None` when no
+    /// turn had units to compare).
+    pub fn turn_starts(&self, variant: usize) -> Option<TurnStarts> {
+        let tally = *self.accounts[variant].turn_starts.lock().unwrap_or_else(|e| e.into_inner());
+        (tally.turns > 0).then_some(tally)
+    }
 }
 
 /// The weighted rounds drawn so far: `kept[i]` is round `first + i`.
@@ -341,17 +363,58 @@ pub struct Sliced<'a> {
     pub inner: Box<dyn Worker + 'a>,
     pub slices: &'a Slices,
     pub variant: usize,
-    /// When this worker's current unit started, while it runs.
-    in_unit: Option<Instant>,
-    /// The last unit's cycle, not yet counted: when the unit started, and whether it ended
-    /// inside the window. It runs on through the think time or pause after the unit, to the
-    /// next unit's start or the next wait for a turn.
-    cycle: Option<(Instant, bool)>,
+    /// When this worker's current unit started, and its place in the worker's turn, while
+    /// it runs.
+    in_unit: Option<(Instant, u32)>,
+    /// The last unit's cycle, not yet counted: when the unit started, whether it ended
+    /// inside the window, and its place in the turn. It runs on through the think time or
+    /// pause after the unit, to the next unit's start or the next wait for a turn.
+    cycle: Option<(Instant, bool, u32)>,
+    /// The worker's current turn: its units so far, and their cycles in the window.
+    turn: Turn,
+    /// Whether the worker has waited for its turn since its last unit: the next starts one.
+    between_turns: bool,
+}
+
+/// One worker's turn: the units it started, and the time at work of the counted ones: its
+/// first units' apart from the later ones', and the last apart from both (it may run on
+/// after the other worker has stopped, quicker than the turn's pace).
+#[derive(Default)]
+struct Turn {
+    started: u32,
+    first: (Duration, u32),
+    later: (Duration, u32),
+    last: Option<Duration>,
+}
+
+impl Turn {
+    fn add(&mut self, place: u32, took: Duration) {
+        if place < TurnStarts::FIRST_UNITS {
+            self.first.0 += took;
+            self.first.1 += 1;
+        } else if let Some(before) = self.last.replace(took) {
+            self.later.0 += before;
+            self.later.1 += 1;
+        }
+    }
+
+    /// The first units' time beyond the later ones' pace, and the turn's time at work;
+    /// `None` for a turn without both.
+    fn tally(&self) -> Option<TurnStarts> {
+        let ((first, n_first), (later, n_later)) = (self.first, self.later);
+        if n_first == 0 || n_later == 0 {
+            return None;
+        }
+        let pace = later.as_secs_f64() / f64::from(n_later);
+        let excess_s = first.as_secs_f64() - f64::from(n_first) * pace;
+        let at_work = first + later + self.last.unwrap_or_default();
+        Some(TurnStarts { turns: 1, excess_s, at_work_s: at_work.as_secs_f64() })
+    }
 }
 
 impl<'a> Sliced<'a> {
     pub fn new(inner: Box<dyn Worker + 'a>, slices: &'a Slices, variant: usize) -> Self {
-        Self { inner, slices, variant, in_unit: None, cycle: None }
+        Self { inner, slices, variant, in_unit: None, cycle: None, turn: Turn::default(), between_turns: false }
     }
 
     /// Waits until this worker may start a unit (its slice, the others' last units ended);
@@ -369,23 +432,38 @@ impl<'a> Sliced<'a> {
         }
         let now = Instant::now();
         self.end_cycle(if waited { asked } else { now });
-        self.in_unit = Some(now);
+        if waited || self.between_turns {
+            self.end_turn();
+        }
+        self.in_unit = Some((now, self.turn.started));
+        self.turn.started += 1;
         now - asked
     }
 
     fn stop_work(&mut self) {
-        if let Some(since) = self.in_unit.take() {
-            self.cycle = Some((since, self.slices.leave(self.variant)));
+        if let Some((since, place)) = self.in_unit.take() {
+            self.cycle = Some((since, self.slices.leave(self.variant), place));
         }
     }
 
     /// The last unit's cycle ends `at`: its time at work counts if the unit did.
     fn end_cycle(&mut self, at: Instant) {
-        if let Some((since, counts)) = self.cycle.take() {
+        if let Some((since, counts, place)) = self.cycle.take() {
             if counts {
-                self.slices.add_at_work(self.variant, at.saturating_duration_since(since));
+                let took = at.saturating_duration_since(since);
+                self.slices.add_at_work(self.variant, took);
+                self.turn.add(place, took);
             }
         }
+    }
+
+    /// The worker's turn is over: its tally joins the variant's.
+    fn end_turn(&mut self) {
+        if let Some(tally) = self.turn.tally() {
+            self.slices.add_turn(self.variant, &tally);
+        }
+        self.turn = Turn::default();
+        self.between_turns = false;
     }
 }
 
@@ -411,6 +489,7 @@ impl Worker for Sliced<'_> {
         let wait = self.slices.wait(self.variant);
         if !wait.is_zero() {
             self.end_cycle(Instant::now());
+            self.between_turns = true;
         }
         Ok(wait)
     }
@@ -429,6 +508,7 @@ impl Drop for Sliced<'_> {
     fn drop(&mut self) {
         self.stop_work();
         self.end_cycle(Instant::now());
+        self.end_turn();
     }
 }
 
@@ -629,5 +709,65 @@ mod tests {
             "{:?} of {wall:?}: the waits for the other's slices do not",
             s.at_work(0)
         );
+    }
+
+    #[test]
+    fn a_turns_first_units_are_tallied_against_the_pace_of_its_later_ones() {
+        let ms = Duration::from_millis;
+        let turn = |units: &[u64]| {
+            let mut turn = Turn::default();
+            for (place, &took) in (0..).zip(units) {
+                turn.add(place, ms(took));
+            }
+            turn.tally()
+        };
+        // The last unit (quick: its sibling had stopped) sets no pace.
+        let tally = turn(&[4, 1, 1, 1, 0]).unwrap();
+        assert_eq!(tally.turns, 1);
+        assert!((tally.excess_s - 0.003).abs() < 1e-9 && (tally.at_work_s - 0.007).abs() < 1e-9, "{tally:?}");
+        assert_eq!(turn(&[4, 1, 1]), None, "a turn without units between its first and its last has no pace");
+    }
+
+    /// A worker whose unit takes 1 ms, or `cold` when it follows a gap of 10 ms or more
+    /// (the other variant's slice): its caches were refilled by someone else.
+    struct ColdAfterGap {
+        cold: Duration,
+        last_end: Option<Instant>,
+    }
+
+    impl Worker for ColdAfterGap {
+        fn run_unit(&mut self, _: &mut UnitRecorder) -> anyhow::Result<Outcome> {
+            let after_gap = self.last_end.is_none_or(|t| t.elapsed() >= Duration::from_millis(10));
+            std::thread::sleep(if after_gap { self.cold } else { Duration::from_millis(1) });
+            self.last_end = Some(Instant::now());
+            Ok(Outcome::Committed)
+        }
+    }
+
+    /// The turn starts' time beyond the later units' pace, per turn, of a worker of
+    /// variant 0 of two, taking 30 ms turns for 600 ms.
+    fn excess_per_turn(cold: Duration) -> Duration {
+        let s = slices(2, Duration::from_millis(30), Instant::now(), 4);
+        let mut w = Sliced::new(Box::new(ColdAfterGap { cold, last_end: None }), &s, 0);
+        s.window_start(0);
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_millis(600) {
+            cycle(&mut w);
+        }
+        s.window_end(0);
+        drop(w);
+        let t = s.turn_starts(0).expect("turns with later units");
+        assert!(t.turns >= 3, "{t:?}");
+        Duration::from_secs_f64(t.excess_s.max(0.0) / t.turns as f64)
+    }
+
+    #[test]
+    fn what_a_turns_first_unit_costs_beyond_the_others_is_its_turn_start() {
+        // 5 ms more for each turn's first unit; an oversleep on a loaded machine falls on
+        // first and later units alike.
+        let cold = excess_per_turn(Duration::from_millis(6));
+        assert!(cold >= Duration::from_millis(3) && cold <= Duration::from_millis(12), "{cold:?}");
+        let warm = excess_per_turn(Duration::from_millis(1));
+        assert!(warm < Duration::from_millis(2), "{warm:?}: no cost, none found");
     }
 }

@@ -407,6 +407,28 @@ fn regimes(study: &StudyFile, active: &[Active]) -> Vec<crate::report::Regime> {
         .collect()
 }
 
+/// For each workload whose variants took turns, what their turns' starts cost each, over
+/// its completed runs.
+fn turn_starts(study: &StudyFile, active: &[Active]) -> Vec<crate::report::TurnStartsReport> {
+    let of = |a: &Active, workload: &str| {
+        let runs = a.records.iter().filter(|(w, r)| w == workload && r.status == RunStatus::Completed);
+        runs.filter_map(|(_, r)| r.turn_starts).reduce(|mut all, t| {
+            all.add(&t);
+            all
+        })
+    };
+    study
+        .workloads
+        .iter()
+        .map(|w| w.label())
+        .map(|workload| {
+            let variants = active.iter().filter_map(|a| Some((a.cfg.name.clone(), of(a, &workload)?))).collect();
+            crate::report::TurnStartsReport::new(workload, variants)
+        })
+        .filter(|t| !t.variants.is_empty())
+        .collect()
+}
+
 /// How many runs measured a value, and `block N variant` of each whose value was zero.
 fn read_nothing<'a>(variants: impl Iterator<Item = (&'a str, &'a [Option<f64>])>) -> (usize, Vec<String>) {
     let mut runs = 0;
@@ -519,6 +541,7 @@ pub(super) fn build(i: Inputs) -> StudyReport {
         },
         design: i.study.workloads.iter().map(|w| i.study.design(w)).collect(),
         regime: regimes(i.study, i.active),
+        turn_starts: turn_starts(i.study, i.active),
         aes_table: i.aes_table,
         ladder: ladder(i.study),
     }

@@ -84,6 +84,13 @@ fn validate_runs_the_study_again_with_each_variant_alone_and_sets_every_ratio_be
     assert_eq!(first["design"][0]["slice"], "20ms", "{}", first["design"]);
     let why = alone["design"][0]["alone_because"].as_str().unwrap_or_else(|| panic!("{}", alone["design"]));
     assert!(why.contains("--interleave off"), "{why}");
+    // Taking turns, each variant's turn starts are tallied and said; alone there are none.
+    let starts = first["turn_starts"][0]["variants"].as_array().unwrap_or_else(|| panic!("{}", first["turn_starts"]));
+    let names: Vec<&str> = starts.iter().map(|v| v["variant"].as_str().unwrap()).collect();
+    assert_eq!(names, ["base", "slower"], "{starts:?}");
+    assert!(starts.iter().all(|v| v["turns"].as_u64().unwrap() > 0 && v["share"].is_f64()), "{starts:?}");
+    assert!(alone.get("turn_starts").is_none(), "{}", alone["turn_starts"]);
+    assert!(text.contains("  turn starts: ds2: turn starts ("), "{text}");
     let ratios: usize =
         first["measures"].as_array().unwrap().iter().map(|m| m["comparisons"].as_array().unwrap().len()).sum();
     let summary = text
