@@ -10,7 +10,7 @@ pub struct TurnStartsReport {
     pub workload: String,
     /// Each interleaved variant's turn starts over its completed runs, in the study's order.
     pub variants: Vec<VariantTurnStarts>,
-    /// How far the turn starts move a ratio of two variants' rates, at most over every pair
+    /// How far the turn starts move the ratio of the two variants' rates furthest apart
     /// (0.002: 0.2%); `None` with fewer than two shares.
     pub largest_move: Option<f64>,
 }
@@ -54,7 +54,7 @@ impl TurnStartsReport {
             turns.join(", ")
         );
         if let Some(m) = self.largest_move {
-            line += &format!("; a ratio between them moves by at most {:.2}% from that", 100.0 * m);
+            line += &format!("; that moves the ratio of the two furthest apart by about {:.2}%", 100.0 * m);
         }
         line
     }
@@ -93,7 +93,7 @@ mod tests {
         let m = r.largest_move.unwrap();
         assert!((m - (1.004 / 1.001 - 1.0)).abs() < 1e-12, "{m}");
         assert!(r.text().contains("+0.40% of plain's, +0.10% of sqlcipher's"), "{}", r.text());
-        assert!(r.text().contains("at most 0.30%"), "{}", r.text());
+        assert!(r.text().contains("the two furthest apart by about 0.30%"), "{}", r.text());
         assert_eq!(report(&[("plain", 0.004)]).largest_move, None, "one variant has nothing to move against");
     }
 
