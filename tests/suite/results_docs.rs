@@ -107,3 +107,38 @@ fn a_checks_page_counts_the_studies_where_some_measure_fired_alone_and_as_a_fami
     let page = std::fs::read_to_string(copy.path().join("docs/results/family.md")).unwrap();
     assert!(page.contains("| aa-ltm | 2 | 2 | 1 |"), "{page}");
 }
+
+#[test]
+fn a_series_page_sets_kept_studies_side_by_side_with_their_turn_starts_taken_out() {
+    let _share = share();
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let copy = copy_of_docs_and_scripts(here);
+    let series = |members: &[&str]| {
+        Command::new("python3")
+            .arg(copy.path().join("scripts/results-docs"))
+            .args(["--series", "two"])
+            .args(members)
+            .output()
+            .unwrap()
+    };
+    let o = series(&["slice-length-10ms", "slice-length-off"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::read_to_string(copy.path().join("docs/results/two.md")).unwrap();
+    // The 10 ms study's throughput ratio with its turn starts taken out, from its kept report.
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(copy.path().join("docs/results/data/slice-length-10ms/report.json")).unwrap(),
+    )
+    .unwrap();
+    let share = |v: usize| report["turn_starts"][0]["variants"][v]["share"].as_f64().unwrap();
+    let ratio = report["measures"][0]["comparisons"][0]["estimate"]["ratio"].as_f64().unwrap();
+    let out = format!("| {:.4} |", ratio * (1.0 + share(1)) / (1.0 + share(0)));
+    let row = page.lines().find(|l| l.starts_with("| [slice-length-10ms]") && l.contains("| OPM |")).unwrap();
+    assert!(row.ends_with(&out), "{row} should end with {out}");
+    let alone = page.lines().find(|l| l.starts_with("| [slice-length-off]") && l.contains("| OPM |")).unwrap();
+    assert!(alone.ends_with("| - |"), "alone there are no turn starts: {alone}");
+    let o = check(copy.path());
+    assert!(o.status.success(), "the series renders again the same: {}", String::from_utf8_lossy(&o.stderr));
+    let o = series(&["slice-length-10ms", "no-such-study"]);
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && said.contains("no stored study report for no-such-study"), "{said}");
+}
