@@ -53,11 +53,11 @@ pub struct InstanceRow {
 
 /// What taking turns cost an interleaved variant: how much longer the first units of its
 /// workers' turns took than the same turns' later units (the last left out: it may run on
-/// after its sibling stopped). A turn starts after the other
-/// variants' slices, with caches they filled; a run alone has no such starts, so this is
-/// what the slices add to the variant's time at work, and a ratio of two variants moves by
-/// the difference of their shares. Summed over the turns in the measured window that had
-/// later units to compare with.
+/// after its sibling stopped). A turn starts after the other variants' slices, with caches
+/// they filled; a run alone has no such starts, so this is what the slices add to the
+/// variant's time at work, and a ratio of two variants moves by the difference of their
+/// shares. Summed over the turns in the measured window that had later units to compare
+/// with.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TurnStarts {
     /// The turns tallied (a worker's turn, with more units than the first ones).
