@@ -109,9 +109,9 @@ impl std::ops::DerefMut for PgConnection {
 }
 
 /// A deadlock or serialization failure (the transaction should be run again), by name.
-pub fn conflict(e: &::postgres::Error) -> Option<&'static str> {
+pub fn conflict(code: Option<&::postgres::error::SqlState>) -> Option<&'static str> {
     use ::postgres::error::SqlState;
-    match e.code() {
+    match code {
         Some(c) if *c == SqlState::T_R_DEADLOCK_DETECTED => Some("deadlock"),
         Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE => Some("serialization failure"),
         _ => None,
@@ -167,7 +167,7 @@ impl Target for PgTarget {
         let v: String = self.info.connect("postgres")?.query_one("SHOW server_version", &[])?.get(0);
         // Which client ran matters to a reader comparing with another tool's figures.
         let client =
-            "tokio-postgres; statements whose counts or rows are not used are pipelined with the next statement";
+            "dbvs's own; statements whose counts or rows are not used are pipelined with the next statement, one Sync each pipeline";
         Ok(BTreeMap::from([("postgresql".to_string(), v), ("postgresql client".to_string(), client.to_string())]))
     }
 

@@ -114,6 +114,60 @@ fn server_target_errors_are_one_clear_line() {
     check(&["run", "--target", "managed-postgres", "--server-setting", "a=b c"], "--server-setting");
 }
 
+/// A worker's session on dbvs's own pipelining client: a value a parameter cannot take
+/// fails its transaction before anything of it leaves, a server error is one line with its
+/// SQLSTATE, and the session goes on.
+#[test]
+fn a_worker_session_fails_a_transaction_cleanly_and_goes_on() {
+    use dbvs::driver::{Outcome, UnitRecorder};
+    use dbvs::targets::{managed_pg::ManagedPg, sql, sql::Arg::Int, Binaries, TargetOptions};
+    let _turn = share();
+    let dir = reachable_tempdir();
+    let server =
+        ManagedPg::start(&Binaries::Packaged, &dir.path().join("pgdata"), None, &[], &Default::default()).unwrap();
+    let target = format!("postgres://dbvs@127.0.0.1:{}/tpcb", server.port);
+    ok(&["build", "--target", &target, "--workload", "tpcb", "--size", "1"]);
+    let open = || {
+        let t = dbvs::targets::open(&target.parse().unwrap(), TargetOptions::default()).unwrap();
+        let list = sql::Statements::portable(&[
+            "UPDATE pgbench_branches SET bbalance = bbalance + ? WHERE bid = ?",
+            "SELECT bbalance FROM pgbench_branches WHERE bid = ?",
+            "SELECT 1 / (bbalance - bbalance) FROM pgbench_branches WHERE bid = ?",
+        ]);
+        sql::session(t.existing().unwrap().connect().unwrap(), &list).unwrap()
+    };
+    let (add, read, divide) = (0, 1, 2);
+    let mut session = open();
+    let mut rec = UnitRecorder::default();
+    let balance = |s: &mut Box<dyn sql::Session>| s.query(read, &[Int(1)]).unwrap().int(0, 0).unwrap();
+
+    let unbound = session.transaction(false, &mut rec, &mut |tx| {
+        tx.defer(add, &[Int(5), Int(1)])?;
+        tx.query(read, &[Int(i64::MAX)])?; // bid is an INT4
+        Ok(Outcome::Committed)
+    });
+    let e = format!("{:#}", unbound.unwrap_err());
+    assert!(e.contains("out of range"), "{e}");
+    assert_eq!(balance(&mut session), 0, "the write queued before the unbindable read never left");
+
+    let failed = session.transaction(false, &mut rec, &mut |tx| {
+        tx.defer(add, &[Int(5), Int(1)])?;
+        tx.query(divide, &[Int(1)])?;
+        Ok(Outcome::Committed)
+    });
+    let e = format!("{:#}", failed.unwrap_err());
+    assert!(e.contains("division by zero") && e.contains("SQLSTATE 22012") && !e.contains('\n'), "{e}");
+    assert_eq!(balance(&mut session), 0, "the failed transaction was rolled back");
+
+    let other = &mut open();
+    let done = session.transaction(false, &mut rec, &mut |tx| {
+        tx.defer(add, &[Int(7), Int(1)])?;
+        Ok(Outcome::Committed)
+    });
+    assert_eq!(done.unwrap(), Outcome::Committed);
+    assert_eq!(balance(other), 7, "the session goes on after its failures");
+}
+
 /// The tests that take their turn alone (see `common::turn`): `scripts/test` runs them
 /// one by one after the others.
 mod alone {

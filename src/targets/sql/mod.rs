@@ -12,6 +12,7 @@ pub mod bulk;
 mod mariadb;
 pub use mariadb::{WireError, WireOpts};
 mod postgres;
+pub use postgres::wire::WireError as PgWireError;
 pub mod replay;
 mod sqlite;
 
@@ -147,6 +148,8 @@ pub enum DbError {
     MySql(#[from] ::mysql::Error),
     #[error(transparent)]
     Maria(#[from] WireError),
+    #[error(transparent)]
+    Pg(#[from] PgWireError),
     /// The database holds something the workload did not put there.
     #[error("{0}")]
     Data(String),
@@ -163,7 +166,8 @@ impl DbError {
     pub fn conflict(&self) -> Option<&'static str> {
         match self {
             DbError::Sqlite(e) => super::sqlite::conflict(e),
-            DbError::Postgres(e) => super::postgres::conflict(e),
+            DbError::Postgres(e) => super::postgres::conflict(e.code()),
+            DbError::Pg(e) => super::postgres::conflict(e.code()),
             DbError::MySql(::mysql::Error::MySqlError(e)) => super::mysql::conflict(e.code),
             DbError::MySql(_) => None,
             DbError::Maria(e) => e.code().and_then(super::mysql::conflict),
@@ -179,6 +183,7 @@ impl DbError {
         let duplicate = match &self {
             DbError::Sqlite(e) => sqlite::duplicate(e),
             DbError::Postgres(e) => e.code() == Some(&::postgres::error::SqlState::UNIQUE_VIOLATION),
+            DbError::Pg(e) => e.code() == Some(&::postgres::error::SqlState::UNIQUE_VIOLATION),
             DbError::MySql(::mysql::Error::MySqlError(m)) => m.code == 1062,
             DbError::Maria(e) => e.code() == Some(1062),
             _ => false,
@@ -361,6 +366,18 @@ pub fn drain(conn: &mut Connection, sql: &str) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_postgres_deadlock_or_serialization_failure_is_a_conflict_and_a_duplicate_can_be_one() {
+        use ::postgres::error::SqlState;
+        let server = |code: SqlState| {
+            DbError::Pg(PgWireError::Server { severity: "ERROR".into(), code, message: String::new() })
+        };
+        assert_eq!(server(SqlState::T_R_SERIALIZATION_FAILURE).conflict(), Some("serialization failure"));
+        assert_eq!(server(SqlState::T_R_DEADLOCK_DETECTED).conflict(), Some("deadlock"));
+        assert_eq!(server(SqlState::DIVISION_BY_ZERO).conflict(), None);
+        assert_eq!(server(SqlState::UNIQUE_VIOLATION).duplicate_as_conflict().conflict(), Some("duplicate key"));
+    }
 
     #[test]
     fn statements_translate_placeholders_locks_and_casts() {

@@ -66,6 +66,7 @@ impl From<DbError> for Failure {
     fn from(e: DbError) -> Self {
         let refused = match &e {
             DbError::Postgres(p) => p.as_db_error().is_some(),
+            DbError::Pg(p) => p.code().is_some(),
             _ => false,
         };
         match refused {

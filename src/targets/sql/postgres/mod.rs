@@ -1,5 +1,6 @@
 //! The seam on PostgreSQL: statements prepared once per connection, values converted to
-//! the column types the server inferred (it is strict: an INT4 column takes no INT8).
+//! the column types the server inferred (it is strict: an INT4 column takes no INT8), and
+//! a transaction's statements pipelined on dbvs's own client ([`wire`]).
 
 use super::{Arg, DbError, Rows, Session, Tx, Val, Q};
 use crate::driver::{restarting, Outcome, UnitRecorder};
@@ -7,14 +8,14 @@ use crate::targets::postgres::PgConnection;
 use crate::targets::Engine;
 use anyhow::Result;
 use bytes::BytesMut;
-use futures_util::future::{join_all, try_join_all};
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::{FromSql, IsNull, ToSql, Type};
 use postgres::Client;
 use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
 use rust_decimal::Decimal;
-use std::future::Future;
-use tokio_postgres::Statement;
+use wire::Wire;
+
+pub mod wire;
 
 impl ToSql for Arg<'_> {
     fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
@@ -69,121 +70,53 @@ impl<'a> FromSql<'a> for Val {
     }
 }
 
-/// A worker's connection: tokio-postgres on a current-thread runtime of the worker's own,
-/// so the connection is polled on the worker's thread while it waits (no hand-off to
-/// another thread), and statements queued together leave in one write (a pipeline).
+/// A worker's connection, on dbvs's own pipelining client ([`wire`]).
 pub struct PgSession {
-    rt: tokio::runtime::Runtime,
-    c: tokio_postgres::Client,
-    st: Vec<Statement>,
+    w: Wire,
+    /// The numbers of BEGIN, COMMIT and ROLLBACK, prepared after the workload's statements.
+    begin: usize,
+    commit: usize,
+    rollback: usize,
 }
 
 impl PgSession {
-    /// Reopens `conn`'s database on the pipelining driver and prepares `sql` there (all
+    /// Reopens `conn`'s database on the pipelining client and prepares `sql` there (all
     /// statements in one round trip).
     pub fn open(conn: PgConnection, sql: &[String]) -> Result<Self> {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-        let (c, connection) = rt.block_on(conn.config.connect(tokio_postgres::NoTls))?;
+        let mut w = Wire::connect(&conn.config)?;
         drop(conn.client);
-        // Runs whenever the worker waits on `rt`; ends when the client is dropped.
-        rt.spawn(connection);
-        let st = rt.block_on(try_join_all(sql.iter().map(|s| c.prepare(s))))?;
-        Ok(Self { rt, c, st })
+        let mut all: Vec<&str> = sql.iter().map(String::as_str).collect();
+        all.extend(["BEGIN", "COMMIT", "ROLLBACK"]);
+        let begin = w.prepare(&all)? + sql.len();
+        Ok(Self { w, begin, commit: begin + 1, rollback: begin + 2 })
     }
 }
 
-/// An owned [`Arg`], for a statement that waits in the pipeline after its caller returned.
-enum Owned {
-    Int(i64),
-    Real(f64),
-    Text(String),
-    Null,
-}
-
-impl Owned {
-    fn of(a: &Arg) -> Self {
-        match *a {
-            Arg::Int(v) => Owned::Int(v),
-            Arg::Real(v) => Owned::Real(v),
-            Arg::Text(s) => Owned::Text(s.to_string()),
-            Arg::Null => Owned::Null,
-        }
-    }
-
-    fn arg(&self) -> Arg<'_> {
-        match self {
-            Owned::Int(v) => Arg::Int(*v),
-            Owned::Real(v) => Arg::Real(*v),
-            Owned::Text(s) => Arg::Text(s),
-            Owned::Null => Arg::Null,
-        }
-    }
-}
-
-/// A statement that travels with the next one: the transaction's BEGIN, or a statement
-/// whose count or rows the workload does not use ([`Tx::defer`], [`Tx::defer_read`]).
-enum Pending {
-    Begin,
-    Unread(Q, Vec<Owned>),
-}
-
-impl Pending {
-    async fn send(&self, c: &tokio_postgres::Client, st: &[Statement]) -> Result<(), tokio_postgres::Error> {
-        match self {
-            Pending::Begin => c.batch_execute("BEGIN").await,
-            Pending::Unread(q, owned) => {
-                let args: Vec<Arg> = owned.iter().map(Owned::arg).collect();
-                // A read's rows arrive and are dropped, as pgbench drops them.
-                c.execute(&st[*q], &params(&args)).await.map(drop)
-            }
-        }
-    }
-}
-
+/// A transaction's statements: those whose counts or rows it does not use wait in the
+/// queue and leave with the next one it does, or with COMMIT.
 struct PgTx<'a> {
-    s: &'a PgSession,
-    pending: Vec<Pending>,
-}
-
-impl PgTx<'_> {
-    /// Sends what is pending and then `last` in one pipeline and waits for all of it. The
-    /// first failure in statement order is the one returned: after it the server rejects
-    /// the rest of the transaction ("current transaction is aborted").
-    fn flush<T>(&mut self, last: impl Future<Output = Result<T, tokio_postgres::Error>>) -> Result<T, DbError> {
-        let pending = std::mem::take(&mut self.pending);
-        let (c, st) = (&self.s.c, &self.s.st[..]);
-        self.s.rt.block_on(async {
-            // `join!` polls in argument order and each statement is queued when first
-            // polled, so they reach the server in the order written.
-            let (earlier, last) = futures_util::join!(join_all(pending.iter().map(|p| p.send(c, st))), last);
-            earlier.into_iter().collect::<Result<(), _>>()?;
-            Ok(last?)
-        })
-    }
-}
-
-fn params<'a>(args: &'a [Arg<'a>]) -> Vec<&'a (dyn ToSql + Sync)> {
-    args.iter().map(|a| a as &(dyn ToSql + Sync)).collect()
+    w: &'a mut Wire,
 }
 
 impl Tx for PgTx<'_> {
     fn query(&mut self, q: Q, args: &[Arg]) -> Result<Rows, DbError> {
-        let s = self.s;
-        let rows = self.flush(s.c.query(&s.st[q], &params(args)))?;
-        collect(&rows, s.st[q].columns().len())
+        self.w.queue(q, args)?;
+        let mut rows = Rows::default();
+        self.w.sync(Some(&mut rows))?;
+        Ok(rows)
     }
 
     fn execute(&mut self, q: Q, args: &[Arg]) -> Result<u64, DbError> {
-        let s = self.s;
-        self.flush(s.c.execute(&s.st[q], &params(args)))
+        self.w.queue(q, args)?;
+        Ok(self.w.sync(None)?)
     }
 
     fn defer(&mut self, q: Q, args: &[Arg]) -> Result<(), DbError> {
-        self.pending.push(Pending::Unread(q, args.iter().map(Owned::of).collect()));
-        Ok(())
+        Ok(self.w.queue(q, args)?)
     }
 
     fn defer_read(&mut self, q: Q, args: &[Arg]) -> Result<(), DbError> {
+        // A read's rows arrive and are dropped, as pgbench drops them.
         self.defer(q, args)
     }
 }
@@ -194,8 +127,7 @@ impl Session for PgSession {
     }
 
     fn query(&mut self, q: Q, args: &[Arg]) -> Result<Rows, DbError> {
-        let rows = self.rt.block_on(self.c.query(&self.st[q], &params(args)))?;
-        collect(&rows, self.st[q].columns().len())
+        PgTx { w: &mut self.w }.query(q, args)
     }
 
     /// BEGIN travels with the transaction's first statement, deferred writes with the next
@@ -206,17 +138,22 @@ impl Session for PgSession {
         rec: &mut UnitRecorder,
         body: &mut dyn FnMut(&mut dyn Tx) -> Result<Outcome, DbError>,
     ) -> Result<Outcome> {
-        let s = &*self;
+        let (begin, commit, rollback) = (self.begin, self.commit, self.rollback);
+        let w = &mut self.w;
         restarting(rec, DbError::conflict, || {
-            let mut tx = PgTx { s, pending: vec![Pending::Begin] };
-            let done = body(&mut tx).and_then(|outcome| {
-                let end = if outcome == Outcome::Committed { "COMMIT" } else { "ROLLBACK" };
-                tx.flush(s.c.batch_execute(end)).map(|()| outcome)
+            w.queue(begin, &[])?;
+            let done = body(&mut PgTx { w: &mut *w }).and_then(|outcome| {
+                w.queue(if outcome == Outcome::Committed { commit } else { rollback }, &[])?;
+                w.sync(None)?;
+                Ok(outcome)
             });
             if done.is_err() {
-                // The transaction may be open, aborted or already ended by a COMMIT that
-                // followed the failure in the pipeline; outside one, ROLLBACK only warns.
-                let _ = s.rt.block_on(s.c.batch_execute("ROLLBACK"));
+                // What the body queued after its failure never leaves; a transaction the
+                // server holds open (or failed) ends here.
+                w.abandon();
+                if w.in_transaction() {
+                    let _ = w.queue(rollback, &[]).and_then(|()| w.sync(None));
+                }
             }
             done
         })
