@@ -270,7 +270,9 @@ impl Wire {
         }
         let (mut answered, mut count, mut failure) = (0, 0, None);
         loop {
-            match self.message()? {
+            // A server that ends the session says why first (FATAL): that is the failure.
+            let message = self.message().map_err(|e| failure.take().unwrap_or(e))?;
+            match message {
                 Message::DataRow(row) if answered + 1 == self.owed => {
                     if let Some(r) = rows.as_deref_mut() {
                         decode(&row, &self.statements[self.last].cols, r)?;
