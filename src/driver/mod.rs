@@ -488,8 +488,9 @@ fn work(
         let cpu0 = pacing.worker_cpu.then(thread_cpu);
         let outcome = match worker.run_unit(&mut rec) {
             Ok(o) => o,
-            // A unit cut short by Ctrl-C: the controller records the run as interrupted.
-            Err(e) if e.is::<interrupt::Interrupted>() => return,
+            // A unit cut short by Ctrl-C (a read that gave up waiting, a managed server the
+            // signal stopped too): the controller records the run as interrupted.
+            Err(e) if e.is::<interrupt::Interrupted>() || interrupt::interrupted() => return,
             Err(e) => return fail(format!("{e:#}")),
         };
         injected.spin(&mut rec);

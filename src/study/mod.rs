@@ -149,46 +149,16 @@ fn run_blocks(
         eprintln!("resuming study {id} at block {} (blocks 1-{first} are in the store)", first + 1);
     }
     let mut gathered = Gathered { rows, canaries: vec![], leak: None };
-    let mut block_times: Vec<f64> = Vec::new();
-    let mut status = (Status::Completed, None::<String>);
-    let mut stop_reason = format!("maximum of {} blocks reached", study.blocks.max);
-    let begun = Instant::now();
-    let mut shares = allocate::Plan::new(active.len());
-    let last = if report_only.is_some() { first } else { study.blocks.max };
-    for block in first..last {
-        let expected = next_block_time(&block_times);
-        if block > 0 && begun.elapsed().as_secs_f64() + expected > budget.as_secs_f64() {
-            stop_reason = format!("budget of {} used after {block} blocks", humantime::format_duration(budget));
-            if block < study.blocks.min {
-                // The budget wins (it is the user's promise of wall time), said plainly.
-                stop_reason += &format!(
-                    ", fewer than the {} the study asks for: raise budget or shorten the runs",
-                    study.blocks.min
-                );
-            }
-            break;
-        }
-        let t = Instant::now();
-        run_block(&ctx, store, id, &plan, &mut active, (block, first, &shares), &mut gathered)?;
-        block_times.push(t.elapsed().as_secs_f64());
-        fill_suites(&mut active, &suites);
-        if let Some((ended, why)) = ended_in_block(&active, &gathered, block) {
-            (status, stop_reason) = (ended, why);
-            break;
-        }
-        let block_time = *block_times.last().unwrap_or(&0.0);
-        let more = blocks_left(study.blocks.max - block - 1, budget.saturating_sub(begun.elapsed()), &block_times);
-        let done = (block, block_time, more);
-        if let Some(why) = progress(study, &active, &all_measures, done, live.as_ref(), &mut shares) {
-            stop_reason = why;
-            break;
-        }
-    }
-
-    if let Some(row) = report_only {
-        status = (row.status, row.cause.clone());
-        stop_reason = format!("report only (--budget 0): {first} stored blocks, nothing set up or run");
-    }
+    let blocks =
+        Blocks { ctx: &ctx, study, budget, plan: &plan, suites: &suites, measures: &all_measures, live: live.as_ref() };
+    let Ending { mut status, stop_reason, block_times } = match report_only {
+        Some(row) => Ending {
+            status: (row.status, row.cause.clone()),
+            stop_reason: format!("report only (--budget 0): {first} stored blocks, nothing set up or run"),
+            block_times: vec![],
+        },
+        None => blocks.run(store, id, &mut active, &mut gathered, first)?,
+    };
     if status.0 == Status::Completed {
         status = none_compared(&active, &skipped).map_or(status, |cause| (Status::Failed, Some(cause)));
     }
@@ -216,6 +186,75 @@ fn run_blocks(
     }
     drop(active);
     Ok(Outcome { report, out_dir, report_only: report_only.is_some() })
+}
+
+/// What the block loop works with, set up once before the first block.
+struct Blocks<'a> {
+    ctx: &'a launch::Context<'a>,
+    study: &'a StudyFile,
+    budget: Duration,
+    plan: &'a Plan,
+    suites: &'a [measures::Suite],
+    measures: &'a [measures::Measure],
+    live: Option<&'a crate::openmetrics::Exporter>,
+}
+
+/// How the blocks ended: the study's status with its cause, why it stopped, and what each
+/// block took.
+struct Ending {
+    status: (Status, Option<String>),
+    stop_reason: String,
+    block_times: Vec<f64>,
+}
+
+impl Blocks<'_> {
+    /// Runs blocks from `first` on until a block ends the study (a leak, every variant
+    /// failed), every interval is precise enough, the next block would overrun the budget,
+    /// or the study's maximum is reached.
+    fn run(
+        &self,
+        store: &mut Store,
+        id: i64,
+        active: &mut [Active],
+        gathered: &mut Gathered,
+        first: usize,
+    ) -> Result<Ending> {
+        let (study, budget) = (self.study, self.budget);
+        let mut block_times: Vec<f64> = Vec::new();
+        let begun = Instant::now();
+        let mut shares = allocate::Plan::new(active.len());
+        for block in first..study.blocks.max {
+            let expected = next_block_time(&block_times);
+            if block > 0 && begun.elapsed().as_secs_f64() + expected > budget.as_secs_f64() {
+                let mut stop_reason =
+                    format!("budget of {} used after {block} blocks", humantime::format_duration(budget));
+                if block < study.blocks.min {
+                    // The budget wins (it is the user's promise of wall time), said plainly.
+                    stop_reason += &format!(
+                        ", fewer than the {} the study asks for: raise budget or shorten the runs",
+                        study.blocks.min
+                    );
+                }
+                return Ok(Ending { status: (Status::Completed, None), stop_reason, block_times });
+            }
+            let t = Instant::now();
+            run_block(self.ctx, store, id, self.plan, active, (block, first, &shares), gathered)?;
+            block_times.push(t.elapsed().as_secs_f64());
+            fill_suites(active, self.suites);
+            if let Some((status, stop_reason)) = ended_in_block(active, gathered, block) {
+                return Ok(Ending { status, stop_reason, block_times });
+            }
+            let block_time = *block_times.last().unwrap_or(&0.0);
+            let more = blocks_left(study.blocks.max - block - 1, budget.saturating_sub(begun.elapsed()), &block_times);
+            if let Some(stop_reason) =
+                progress(study, active, self.measures, (block, block_time, more), self.live, &mut shares)
+            {
+                return Ok(Ending { status: (Status::Completed, None), stop_reason, block_times });
+            }
+        }
+        let stop_reason = format!("maximum of {} blocks reached", study.blocks.max);
+        Ok(Ending { status: (Status::Completed, None), stop_reason, block_times })
+    }
 }
 
 /// The study's AES table: the one it kept (a resumed study, or its stored blocks

@@ -116,11 +116,13 @@ fn server_target_errors_are_one_clear_line() {
 
 /// A worker's session on dbvs's own pipelining client: a value a parameter cannot take
 /// fails its transaction before anything of it leaves, a server error is one line with its
-/// SQLSTATE, and the session goes on.
+/// SQLSTATE, text passed to a number is the number it spells, a value dbvs cannot read
+/// fails its statement, and the session goes on; a COPY FROM STDIN fails instead of
+/// waiting for data, and takes its session out of use.
 #[test]
 fn a_worker_session_fails_a_transaction_cleanly_and_goes_on() {
     use dbvs::driver::{Outcome, UnitRecorder};
-    use dbvs::targets::{managed_pg::ManagedPg, sql, sql::Arg::Int, Binaries, TargetOptions};
+    use dbvs::targets::{managed_pg::ManagedPg, sql, sql::Arg::Int, sql::Arg::Text, Binaries, TargetOptions};
     let _turn = share();
     let dir = reachable_tempdir();
     let server =
@@ -133,10 +135,13 @@ fn a_worker_session_fails_a_transaction_cleanly_and_goes_on() {
             "UPDATE pgbench_branches SET bbalance = bbalance + ? WHERE bid = ?",
             "SELECT bbalance FROM pgbench_branches WHERE bid = ?",
             "SELECT 1 / (bbalance - bbalance) FROM pgbench_branches WHERE bid = ?",
+            "SELECT bid + 1 FROM pgbench_branches WHERE bid = ?",
+            "COPY pgbench_history FROM STDIN",
+            "SELECT CAST('NaN' AS NUMERIC) FROM pgbench_branches WHERE bid = ?",
         ]);
         sql::session(t.existing().unwrap().connect().unwrap(), &list).unwrap()
     };
-    let (add, read, divide) = (0, 1, 2);
+    let (add, read, divide, next, copy, nan) = (0, 1, 2, 3, 4, 5);
     let mut session = open();
     let mut rec = UnitRecorder::default();
     let balance = |s: &mut Box<dyn sql::Session>| s.query(read, &[Int(1)]).unwrap().int(0, 0).unwrap();
@@ -159,6 +164,14 @@ fn a_worker_session_fails_a_transaction_cleanly_and_goes_on() {
     assert!(e.contains("division by zero") && e.contains("SQLSTATE 22012") && !e.contains('\n'), "{e}");
     assert_eq!(balance(&mut session), 0, "the failed transaction was rolled back");
 
+    // Text to an INT4 parameter goes as text, for the server to parse (as binary, "1" is
+    // no INT4 and "1234" would be 825373492).
+    assert_eq!(session.query(next, &[Text("1")]).unwrap().int(0, 0).unwrap(), 2);
+
+    // A value dbvs cannot read fails its statement; the answers after it are still read.
+    let e = format!("{:#}", session.query(nan, &[Int(1)]).unwrap_err());
+    assert!(e.contains("cannot read a numeric value"), "{e}");
+
     let other = &mut open();
     let done = session.transaction(false, &mut rec, &mut |tx| {
         tx.defer(add, &[Int(7), Int(1)])?;
@@ -166,6 +179,16 @@ fn a_worker_session_fails_a_transaction_cleanly_and_goes_on() {
     });
     assert_eq!(done.unwrap(), Outcome::Committed);
     assert_eq!(balance(other), 7, "the session goes on after its failures");
+
+    let copied = session.transaction(false, &mut rec, &mut |tx| {
+        tx.execute(copy, &[])?;
+        Ok(Outcome::Committed)
+    });
+    let e = format!("{:#}", copied.unwrap_err());
+    assert!(e.contains("COPY FROM STDIN"), "{e}");
+    let e = format!("{:#}", session.query(read, &[Int(1)]).unwrap_err());
+    assert!(e.contains("takes no more statements"), "{e}");
+    assert_eq!(balance(other), 7, "the copy's transaction never committed");
 }
 
 /// The tests that take their turn alone (see `common::turn`): `scripts/test` runs them

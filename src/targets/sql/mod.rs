@@ -11,6 +11,7 @@
 pub mod bulk;
 mod mariadb;
 pub use mariadb::{WireError, WireOpts};
+mod net;
 mod postgres;
 pub use postgres::wire::WireError as PgWireError;
 pub mod replay;

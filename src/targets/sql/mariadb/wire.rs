@@ -15,13 +15,12 @@
 //! writes whose counts are not read cost no round trip of their own.
 
 use super::codec::{arg_type, decode_row, is_end, ok, protocol, put_arg, server_error, Col, Cursor, MAX_PAYLOAD};
+use crate::targets::sql::net::Socket;
 use crate::targets::sql::{Arg, Rows, Val};
 use mysql_common::constants::{CapabilityFlags as Caps, ColumnFlags, ColumnType, MariadbCapabilities as Ext};
 use mysql_common::io::ParseBuf;
 use mysql_common::packets::{AuthPlugin, HandshakePacket, HandshakeResponse};
 use mysql_common::proto::MySerialize;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
 const COM_QUIT: u8 = 0x01;
@@ -82,7 +81,7 @@ enum Head {
 }
 
 pub struct Wire {
-    stream: TcpStream,
+    socket: Socket,
     /// Bytes read and not yet consumed: `inbuf[start..end]`.
     inbuf: Vec<u8>,
     start: usize,
@@ -102,13 +101,9 @@ pub struct Wire {
 
 impl Wire {
     pub fn connect(o: &WireOpts) -> Result<Self> {
-        let addr = std::net::ToSocketAddrs::to_socket_addrs(&(o.host.as_str(), o.port))?
-            .next()
-            .ok_or_else(|| WireError::Protocol(format!("{} resolves to no address", o.host)))?;
-        let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10))?;
-        stream.set_nodelay(true)?;
+        let socket = Socket::tcp(&o.host, o.port, Duration::from_secs(10))?;
         let mut w = Wire {
-            stream,
+            socket,
             inbuf: vec![0; 64 * 1024],
             start: 0,
             end: 0,
@@ -516,7 +511,7 @@ impl Wire {
 
     /// Sends every packet in `out` in one write.
     fn send(&mut self) -> Result<()> {
-        let sent = self.stream.write_all(&self.out);
+        let sent = self.socket.write_all(&self.out);
         self.out.clear();
         Ok(sent?)
     }
@@ -565,7 +560,7 @@ impl Wire {
             self.inbuf.resize(n.next_power_of_two(), 0);
         }
         while self.end < n {
-            match self.stream.read(&mut self.inbuf[self.end..])? {
+            match self.socket.read(&mut self.inbuf[self.end..])? {
                 0 => return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into()),
                 got => self.end += got,
             }

@@ -14,6 +14,7 @@
 //! are a few kilobytes, far less than the socket's buffers hold, so the server can always
 //! take them while its answers wait.
 
+use crate::targets::sql::net::Socket;
 use crate::targets::sql::{Arg, Rows, Val};
 use bytes::BytesMut;
 use postgres::error::SqlState;
@@ -22,9 +23,6 @@ use postgres::types::{FromSql, IsNull, Kind, ToSql, Type};
 use postgres_protocol::authentication::{md5_hash, sasl};
 use postgres_protocol::message::backend::{DataRowBody, ErrorResponseBody, Message};
 use postgres_protocol::message::frontend;
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::os::unix::net::UnixStream;
 use std::time::Duration;
 use tokio_postgres::config::Host;
 use tokio_postgres::Config;
@@ -64,14 +62,16 @@ struct Prepared {
     cols: Vec<Type>,
 }
 
-enum Stream {
-    Tcp(TcpStream),
-    Unix(UnixStream),
-}
+/// The longest message a server may send before the session is in: a server that speaks
+/// another protocol is refused, not waited on for gigabytes (libpq's limit is alike).
+const LONGEST_BEFORE_LOGIN: usize = 30_000;
 
 pub struct Wire {
-    stream: Stream,
+    socket: Socket,
     statements: Vec<Prepared>,
+    /// Statement names given so far, failed preparations' included: a name is never
+    /// given twice, as the server may hold one whose preparation failed later on.
+    named: usize,
     /// Messages queued and not yet sent.
     out: BytesMut,
     /// Bytes read and not yet parsed, and what one read takes in.
@@ -83,6 +83,10 @@ pub struct Wire {
     /// The server's transaction status at its last ReadyForQuery: idle, in a transaction,
     /// or in a failed one.
     status: u8,
+    /// Set when the connection failed or lost step with the server: every later call
+    /// fails at once instead of reading another statement's answers.
+    broken: bool,
+    logged_in: bool,
 }
 
 impl Wire {
@@ -91,29 +95,26 @@ impl Wire {
     pub fn connect(config: &Config) -> Result<Self> {
         let port = config.get_ports().first().copied().unwrap_or(5432);
         let timeout = config.get_connect_timeout().copied().unwrap_or(Duration::from_secs(10));
-        let stream = match config.get_hosts().first() {
-            Some(Host::Unix(dir)) => Stream::Unix(UnixStream::connect(dir.join(format!(".s.PGSQL.{port}")))?),
-            Some(Host::Tcp(host)) => {
-                let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port))?
-                    .next()
-                    .ok_or_else(|| WireError::Protocol(format!("{host} resolves to no address")))?;
-                let s = TcpStream::connect_timeout(&addr, timeout)?;
-                s.set_nodelay(true)?;
-                Stream::Tcp(s)
-            }
+        let socket = match config.get_hosts().first() {
+            Some(Host::Unix(dir)) => Socket::unix(&dir.join(format!(".s.PGSQL.{port}")))?,
+            Some(Host::Tcp(host)) => Socket::tcp(host, port, timeout)?,
             None => return protocol("the connection names no host"),
         };
         let mut w = Wire {
-            stream,
+            socket,
             statements: Vec::new(),
+            named: 0,
             out: BytesMut::with_capacity(4096),
             inbuf: BytesMut::with_capacity(64 * 1024),
             chunk: vec![0; 64 * 1024].into_boxed_slice(),
             owed: 0,
             last: 0,
             status: b'I',
+            broken: false,
+            logged_in: false,
         };
         w.startup(config)?;
+        w.logged_in = true;
         Ok(w)
     }
 
@@ -143,9 +144,13 @@ impl Wire {
     /// Answers what the server asks until it lets the session in.
     fn authenticate(&mut self, user: &str, password: Option<&[u8]>) -> Result<()> {
         let needed = || WireError::Protocol(format!("user {user} needs a password and the target gives none"));
-        let mut scram = None;
+        // SCRAM's exchange, and whether the server proved it knows the password.
+        let mut scram: Option<(sasl::ScramSha256, bool)> = None;
         loop {
             match self.message()? {
+                Message::AuthenticationOk if scram.as_ref().is_some_and(|(_, proved)| !proved) => {
+                    return protocol("the server let the session in before SCRAM-SHA-256 ended, without proving itself")
+                }
                 Message::AuthenticationOk => return Ok(()),
                 Message::AuthenticationCleartextPassword => {
                     frontend::password_message(password.ok_or_else(needed)?, &mut self.out)?;
@@ -162,24 +167,32 @@ impl Wire {
                     // No TLS, so no channel binding to offer.
                     let s = sasl::ScramSha256::new(password.ok_or_else(needed)?, sasl::ChannelBinding::unsupported());
                     frontend::sasl_initial_response(sasl::SCRAM_SHA_256, s.message(), &mut self.out)?;
-                    scram = Some(s);
+                    scram = Some((s, false));
                 }
                 Message::AuthenticationSaslContinue(body) => {
-                    let Some(s) = scram.as_mut() else { return protocol("SASL data before SASL began") };
+                    let Some((s, _)) = scram.as_mut() else { return protocol("SASL data before SASL began") };
                     s.update(body.data())?;
                     frontend::sasl_response(s.message(), &mut self.out)?;
                 }
                 Message::AuthenticationSaslFinal(body) => {
-                    let Some(s) = scram.as_mut() else { return protocol("SASL data before SASL began") };
+                    let Some((s, proved)) = scram.as_mut() else { return protocol("SASL data before SASL began") };
                     s.finish(body.data())?;
+                    *proved = true;
                     continue;
                 }
                 Message::ErrorResponse(e) => return Err(server_error(&e)),
-                _ => {
+                other => {
+                    let method = match other {
+                        Message::AuthenticationGss | Message::AuthenticationGssContinue(_) => "GSSAPI",
+                        Message::AuthenticationSspi => "SSPI",
+                        Message::AuthenticationKerberosV5 => "Kerberos V5",
+                        Message::AuthenticationScmCredential => "SCM credentials",
+                        _ => "an unexpected message",
+                    };
                     return protocol(&format!(
-                        "user {user} authenticates in a way dbvs's PostgreSQL client does not speak \
-                         (it speaks password, md5 and scram-sha-256)"
-                    ))
+                        "user {user} must log in by {method}, which dbvs's PostgreSQL client does not speak \
+                         (it speaks password, md5 and scram-sha-256): change the user's pg_hba.conf method"
+                    ));
                 }
             }
             self.send()?;
@@ -189,14 +202,19 @@ impl Wire {
     /// Prepares `sql` (in PostgreSQL's own spelling, `$1` placeholders) all in one round
     /// trip; statement `i` is then number `first + i`, where `first` is returned.
     pub fn prepare(&mut self, sql: &[&str]) -> Result<usize> {
+        self.usable()?;
         let first = self.statements.len();
-        for (i, s) in sql.iter().enumerate() {
-            let name = format!("s{}", first + i);
+        let mut names = Vec::with_capacity(sql.len());
+        for s in sql {
+            let name = format!("s{}", self.named);
+            self.named += 1;
             frontend::parse(&name, s, None, &mut self.out)?;
             frontend::describe(b'S', &name, &mut self.out)?;
+            names.push(name);
         }
         frontend::sync(&mut self.out);
         self.send()?;
+        let mut names = names.into_iter();
         let mut failure = None;
         let mut described: Option<Vec<Type>> = None;
         loop {
@@ -207,9 +225,9 @@ impl Wire {
                 }
                 Message::RowDescription(body) => {
                     let cols: Vec<Type> = body.fields().map(|f| Ok(type_of(f.type_oid()))).collect()?;
-                    self.described(described.take(), cols)?;
+                    self.described(names.next(), described.take(), cols)?;
                 }
-                Message::NoData => self.described(described.take(), Vec::new())?,
+                Message::NoData => self.described(names.next(), described.take(), Vec::new())?,
                 Message::ErrorResponse(e) => failure = Some(server_error(&e)),
                 Message::ReadyForQuery(body) => {
                     self.status = body.status();
@@ -227,24 +245,28 @@ impl Wire {
         }
     }
 
-    fn described(&mut self, params: Option<Vec<Type>>, cols: Vec<Type>) -> Result<()> {
-        let Some(params) = params else { return protocol("a statement's columns came before its parameters") };
-        let name = format!("s{}", self.statements.len());
+    fn described(&mut self, name: Option<String>, params: Option<Vec<Type>>, cols: Vec<Type>) -> Result<()> {
+        let (Some(name), Some(params)) = (name, params) else {
+            return self.lost_step("a statement's columns came before its parameters, or more than were prepared");
+        };
         self.statements.push(Prepared { name, params, cols });
         Ok(())
     }
 
-    /// Queues statement `st` with `args` (binary values both ways); it leaves with the
+    /// Queues statement `st` with `args` (binary values both ways, but text passed to a
+    /// parameter of a type that is not text: the server parses it); it leaves with the
     /// next [`Wire::sync`].
     pub fn queue(&mut self, st: usize, args: &[Arg]) -> Result<()> {
+        self.usable()?;
         let Wire { statements, out, .. } = self;
         let Some(p) = statements.get(st) else { return protocol(&format!("no prepared statement {st}")) };
         if args.len() != p.params.len() {
             return Err(WireError::Param(format!("statement takes {} parameters, got {}", p.params.len(), args.len())));
         }
         let mark = out.len();
+        let formats = args.iter().zip(&p.params).map(|(a, ty)| format_of(a, ty));
         let values = args.iter().zip(&p.params);
-        let bound = frontend::bind("", &p.name, Some(1), values, |(a, ty), buf| encode(a, ty, buf), Some(1), out);
+        let bound = frontend::bind("", &p.name, formats, values, |(a, ty), buf| encode(a, ty, buf), Some(1), out);
         if let Err(e) = bound {
             // Nothing of a statement that cannot be bound leaves.
             out.truncate(mark);
@@ -263,26 +285,44 @@ impl Wire {
     /// last statement matched, and its rows into `rows` when given. A failure is the
     /// first statement's that failed: the server skipped the rest.
     pub fn sync(&mut self, mut rows: Option<&mut Rows>) -> Result<u64> {
+        self.usable()?;
         frontend::sync(&mut self.out);
         self.send()?;
         if let Some(r) = rows.as_deref_mut() {
-            r.cols = self.statements[self.last].cols.len();
+            r.cols = self.last_columns().len();
         }
         let (mut answered, mut count, mut failure) = (0, 0, None);
         loop {
             // A server that ends the session says why first (FATAL): that is the failure.
             let message = self.message().map_err(|e| failure.take().unwrap_or(e))?;
+            // Whatever fails, the answers are read up to the ReadyForQuery, so that the next
+            // transaction starts in step with the server.
             match message {
                 Message::DataRow(row) if answered + 1 == self.owed => {
                     if let Some(r) = rows.as_deref_mut() {
-                        decode(&row, &self.statements[self.last].cols, r)?;
+                        if let Err(e) = decode(&row, self.last_columns(), r) {
+                            failure.get_or_insert(e);
+                        }
                     }
                 }
                 Message::CommandComplete(body) => {
-                    count = affected(body.tag()?);
+                    match body.tag() {
+                        Ok(tag) => count = affected(tag),
+                        Err(e) => {
+                            failure.get_or_insert(e.into());
+                        }
+                    }
                     answered += 1;
                 }
                 Message::EmptyQueryResponse => answered += 1,
+                Message::CopyInResponse(_) => {
+                    // The server waits for the data, having ignored the Sync, and whether
+                    // it answers one more depends on what followed the COPY: the copy is
+                    // refused and the session taken out of use rather than left guessing.
+                    frontend::copy_fail("dbvs's worker sessions do not copy in", &mut self.out)?;
+                    let _ = self.send();
+                    return self.lost_step("a statement began a COPY FROM STDIN, which a worker session cannot feed");
+                }
                 Message::ErrorResponse(e) => failure = Some(server_error(&e)),
                 Message::ReadyForQuery(body) => {
                     self.status = body.status();
@@ -310,25 +350,63 @@ impl Wire {
         self.status != b'I'
     }
 
-    fn send(&mut self) -> Result<()> {
-        match &mut self.stream {
-            Stream::Tcp(s) => s.write_all(&self.out)?,
-            Stream::Unix(s) => s.write_all(&self.out)?,
+    /// The columns of the last statement queued, whose rows a sync returns.
+    fn last_columns(&self) -> &[Type] {
+        self.statements.get(self.last).map_or(&[], |p| &p.cols)
+    }
+
+    /// Fails at once on a connection that broke or lost step before.
+    fn usable(&self) -> Result<()> {
+        match self.broken {
+            true => protocol("the session's connection failed earlier; it takes no more statements"),
+            false => Ok(()),
         }
+    }
+
+    /// The connection no longer knows which answer is whose: it takes no more statements.
+    fn lost_step<T>(&mut self, what: &str) -> Result<T> {
+        self.broken = true;
+        protocol(what)
+    }
+
+    fn send(&mut self) -> Result<()> {
+        let sent = self.socket.write_all(&self.out);
         self.out.clear();
+        if let Err(e) = sent {
+            self.broken = true;
+            // A server that closed the session said why first (FATAL): that is the cause.
+            return Err(match self.message() {
+                Ok(Message::ErrorResponse(body)) => server_error(&body),
+                _ => e.into(),
+            });
+        }
         Ok(())
     }
 
     /// The next message from the server.
     fn message(&mut self) -> Result<Message> {
+        let got = self.next_message();
+        if got.is_err() {
+            self.broken = true;
+        }
+        got
+    }
+
+    fn next_message(&mut self) -> Result<Message> {
         loop {
+            if !self.logged_in && self.inbuf.len() >= 5 {
+                let length = u32::from_be_bytes([self.inbuf[1], self.inbuf[2], self.inbuf[3], self.inbuf[4]]) as usize;
+                if length > LONGEST_BEFORE_LOGIN {
+                    return protocol(&format!(
+                        "the server sent a message of {length} bytes before login: is it a PostgreSQL server? \
+                         check the target's host and port"
+                    ));
+                }
+            }
             if let Some(m) = Message::parse(&mut self.inbuf)? {
                 return Ok(m);
             }
-            let n = match &mut self.stream {
-                Stream::Tcp(s) => s.read(&mut self.chunk)?,
-                Stream::Unix(s) => s.read(&mut self.chunk)?,
-            };
+            let n = self.socket.read(&mut self.chunk)?;
             if n == 0 {
                 return protocol("the server closed the connection");
             }
@@ -345,7 +423,16 @@ impl Drop for Wire {
     }
 }
 
-/// A type by its number; one the crate does not know (an enum, a domain) travels as text.
+/// A parameter's format: text for text passed to a type that is not text (a date, a
+/// number, an enum), so that the server parses it as it would a literal; binary otherwise.
+fn format_of(a: &Arg, ty: &Type) -> i16 {
+    match a {
+        Arg::Text(_) if !<&str as ToSql>::accepts(ty) => 0,
+        _ => 1,
+    }
+}
+
+/// A type by its number; one the crate does not know (an enum, a domain) keeps its number.
 fn type_of(oid: u32) -> Type {
     Type::from_oid(oid).unwrap_or_else(|| Type::new(format!("type {oid}"), oid, Kind::Simple, String::new()))
 }
@@ -405,6 +492,16 @@ mod tests {
         assert_eq!(affected("INSERT 0 1"), 1);
         assert_eq!(affected("SELECT 25"), 25);
         assert_eq!(affected("BEGIN"), 0);
+    }
+
+    #[test]
+    fn text_goes_as_text_to_a_parameter_that_is_not_text_and_everything_else_as_binary() {
+        assert_eq!(format_of(&Arg::Text("1234"), &Type::INT4), 0);
+        assert_eq!(format_of(&Arg::Text("2026-12-07"), &Type::DATE), 0);
+        assert_eq!(format_of(&Arg::Text("x"), &Type::VARCHAR), 1);
+        assert_eq!(format_of(&Arg::Text("x"), &Type::BPCHAR), 1);
+        assert_eq!(format_of(&Arg::Int(1), &Type::INT4), 1);
+        assert_eq!(format_of(&Arg::Null, &Type::DATE), 1);
     }
 
     #[test]
