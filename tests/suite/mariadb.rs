@@ -78,8 +78,9 @@ fn managed_mariadb_runs_on_a_copy_of_the_data_directory() {
 }
 
 /// A worker's session runs on dbvs's own client for the binary protocol: it logs in with a
-/// password (mysql_native_password), reads each column type back as the seam's values, and
-/// a statement the server refuses leaves the session usable.
+/// password (mysql_native_password), reads each column type back as the seam's values, a
+/// statement the server refuses leaves the session usable, and one whose connection broke
+/// takes no more statements.
 #[test]
 fn a_worker_session_logs_in_with_a_password_and_reads_every_column_type() {
     let _turn = share();
@@ -114,6 +115,7 @@ fn a_worker_session_logs_in_with_a_password_and_reads_every_column_type() {
     let statements = [
         "SELECT tu, s, b, d, f, m, v, c, x, at, n FROM t WHERE id = ?".to_string(),
         "SELECT id FROM t WHERE id = (SELECT id FROM t)".to_string(),
+        "SELECT CONNECTION_ID()".to_string(),
     ];
     let mut session = sql::session_of(connect("pw", Some("s3cret"), "typ"), &statements).unwrap();
     let row = session.query(0, &[sql::Arg::Int(1)]).unwrap();
@@ -128,6 +130,13 @@ fn a_worker_session_logs_in_with_a_password_and_reads_every_column_type() {
         11
     );
     assert!(session.query(0, &[sql::Arg::Int(3)]).unwrap().is_empty());
+
+    // A session whose connection the server killed fails (with the server's word, then
+    // the connection's), and from then on fails at once, reading nothing.
+    let id = session.query(2, &[]).unwrap().int(0, 0).unwrap();
+    sql::adhoc(&mut admin, &format!("KILL {id}")).unwrap();
+    let errors: Vec<String> = (0..3).map(|_| session.query(0, &[sql::Arg::Int(1)]).unwrap_err().to_string()).collect();
+    assert!(errors[2].contains("takes no more statements"), "{errors:?}");
 }
 
 #[test]

@@ -97,6 +97,10 @@ pub struct Wire {
     seq: u8,
     cache_metadata: bool,
     bulk: bool,
+    /// Set when an operation failed other than by the server's answer (a broken
+    /// connection, an answer dbvs could not read), which may leave answers unread: every
+    /// later call fails at once instead of reading another command's answers.
+    broken: bool,
 }
 
 impl Wire {
@@ -114,6 +118,7 @@ impl Wire {
             seq: 0,
             cache_metadata: false,
             bulk: false,
+            broken: false,
         };
         match o.wait_for_cluster {
             false => w.handshake(o)?,
@@ -133,7 +138,11 @@ impl Wire {
     }
 
     fn galera(&mut self) -> Result<bool> {
-        let mut st = self.prepare("SELECT @@wsrep_on")?;
+        let mut st = match self.prepare("SELECT @@wsrep_on") {
+            // Unknown system variable: a server built without Galera.
+            Err(WireError::Server { code: 1193, .. }) => return Ok(false),
+            prepared => prepared?,
+        };
         let rows = self.rows(&mut st, &[])?;
         self.close(st)?;
         Ok(matches!(rows.vals.first(), Some(Val::Int(1)))
@@ -195,6 +204,13 @@ impl Wire {
             match p.first() {
                 Some(0x00) => return Ok(()),
                 Some(0xff) => return Err(server_error(p)),
+                Some(0xfe) if p.len() == 1 => {
+                    return protocol(&format!(
+                        "user {} has a pre-4.1 password (mysql_old_password), which dbvs's MariaDB client does \
+                         not speak; give the benchmark user mysql_native_password",
+                        o.user
+                    ))
+                }
                 Some(0xfe) => {
                     let body = &p[1..];
                     let name_end = body.iter().position(|&b| b == 0).unwrap_or(body.len());
@@ -213,9 +229,36 @@ impl Wire {
                     self.seal();
                     self.send()?;
                 }
+                Some(0x01) => {
+                    return protocol(&format!(
+                        "user {}'s authentication plugin asks for more data, which dbvs's MariaDB client does \
+                         not give; give the benchmark user mysql_native_password",
+                        o.user
+                    ))
+                }
                 _ => return protocol("unexpected packet during authentication"),
             }
         }
+    }
+
+    /// Fails at once on a session that lost step with the server before.
+    fn usable(&self) -> Result<()> {
+        match self.broken {
+            true => protocol("the session's connection failed earlier; it takes no more statements"),
+            false => Ok(()),
+        }
+    }
+
+    /// Runs one of the session's operations. A server's error is read in step (it ends
+    /// its answer); any other failure may leave answers unread, and takes the session out
+    /// of use.
+    fn in_step<T>(&mut self, op: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        self.usable()?;
+        let done = op(self);
+        if matches!(done, Err(WireError::Io(_) | WireError::Protocol(_))) {
+            self.broken = true;
+        }
+        done
     }
 
     /// Prepares `sql` on the server and reads its column types.
@@ -223,21 +266,23 @@ impl Wire {
         // What was queued is answered first, so that a statement is never left prepared
         // behind a failure.
         self.sync()?;
-        self.command(COM_STMT_PREPARE, sql.as_bytes())?;
-        let p = self.packet()?;
-        if p.first() == Some(&0xff) {
-            return Err(server_error(p));
-        }
-        let mut c = Cursor(p);
-        c.u8()?;
-        let id = u32::from_le_bytes(c.le()?);
-        let cols = u16::from_le_bytes(c.le()?) as usize;
-        let params = u16::from_le_bytes(c.le()?) as usize;
-        for _ in 0..params {
-            self.packet()?;
-        }
-        let cols = (0..cols).map(|_| self.column()).collect::<Result<_>>()?;
-        Ok(Prepared { id, params, cols })
+        self.in_step(|w| {
+            w.command(COM_STMT_PREPARE, sql.as_bytes())?;
+            let p = w.packet()?;
+            if p.first() == Some(&0xff) {
+                return Err(server_error(p));
+            }
+            let mut c = Cursor(p);
+            c.u8()?;
+            let id = u32::from_le_bytes(c.le()?);
+            let cols = u16::from_le_bytes(c.le()?) as usize;
+            let params = u16::from_le_bytes(c.le()?) as usize;
+            for _ in 0..params {
+                w.packet()?;
+            }
+            let cols = (0..cols).map(|_| w.column()).collect::<Result<_>>()?;
+            Ok(Prepared { id, params, cols })
+        })
     }
 
     fn column(&mut self) -> Result<Col> {
@@ -255,9 +300,11 @@ impl Wire {
     /// Runs `st` with `args`; its first result set's rows go to `rows` (when given), later
     /// ones (a procedure's) are read and dropped. Returns the rows the statement affected.
     pub fn execute(&mut self, st: &mut Prepared, args: &[Arg], rows: Option<&mut Rows>) -> Result<u64> {
-        self.put_execute(st, args)?;
-        self.send()?;
-        self.answered(|w| w.result(Some(st), rows))
+        self.in_step(|w| {
+            w.put_execute(st, args)?;
+            w.send()?;
+            w.answered(|w| w.result(Some(st), rows))
+        })
     }
 
     /// Writes an execution of `st` with `args` into `out`.
@@ -302,28 +349,39 @@ impl Wire {
     /// them (COM_STMT_BULK_EXECUTE), one execution each otherwise. Its answers are read
     /// by the next command that waits for its own.
     pub fn queue_batch(&mut self, st: &Prepared, batch: &[&[Arg]]) -> Result<()> {
-        if !self.bulk || st.params == 0 || batch.len() == 1 {
+        self.in_step(|w| w.put_batch(st, batch))
+    }
+
+    fn put_batch(&mut self, st: &Prepared, batch: &[&[Arg]]) -> Result<()> {
+        if let Some(bad) = batch.iter().find(|a| a.len() != st.params) {
+            return protocol(&format!("statement takes {} parameters, got {}", st.params, bad.len()));
+        }
+        // A column's type is its first value's (a NULL travels as an indicator); a batch
+        // whose rows differ in a column's type runs one execution per row.
+        let types: Vec<ColumnType> = (0..st.params)
+            .map(|i| {
+                batch
+                    .iter()
+                    .map(|a| &a[i])
+                    .find(|a| !matches!(a, Arg::Null))
+                    .map_or(ColumnType::MYSQL_TYPE_NULL, arg_type)
+            })
+            .collect();
+        let alike =
+            batch.iter().all(|a| a.iter().zip(&types).all(|(v, &ty)| matches!(v, Arg::Null) || arg_type(v) == ty));
+        if !self.bulk || st.params == 0 || batch.len() == 1 || !alike {
             for args in batch {
                 self.put_execute(st, args)?;
                 self.owed += 1;
             }
             return Ok(());
         }
-        if let Some(bad) = batch.iter().find(|a| a.len() != st.params) {
-            return protocol(&format!("statement takes {} parameters, got {}", st.params, bad.len()));
-        }
         self.seq = 0;
         self.begin();
         self.out.push(COM_STMT_BULK_EXECUTE);
         self.out.extend_from_slice(&st.id.to_le_bytes());
         self.out.extend_from_slice(&128u16.to_le_bytes()); // types follow
-                                                           // A column's type is the first row's; a NULL travels as an indicator.
-        for i in 0..st.params {
-            let ty = batch
-                .iter()
-                .map(|a| &a[i])
-                .find(|a| !matches!(a, Arg::Null))
-                .map_or(ColumnType::MYSQL_TYPE_NULL, arg_type);
+        for ty in types {
             self.out.extend_from_slice(&[ty as u8, 0]);
         }
         for args in batch {
@@ -344,13 +402,15 @@ impl Wire {
 
     /// Closes `st` on the server (it sends no answer).
     pub fn close(&mut self, st: Prepared) -> Result<()> {
-        self.command(COM_STMT_CLOSE, &st.id.to_le_bytes())
+        self.in_step(|w| w.command(COM_STMT_CLOSE, &st.id.to_le_bytes()))
     }
 
     /// Runs `sql` on the text protocol (transaction control), dropping any rows.
     pub fn query(&mut self, sql: &str) -> Result<u64> {
-        self.command(COM_QUERY, sql.as_bytes())?;
-        self.answered(|w| w.result(None, None))
+        self.in_step(|w| {
+            w.command(COM_QUERY, sql.as_bytes())?;
+            w.answered(|w| w.result(None, None))
+        })
     }
 
     /// Queues `sql` on the text protocol, like [`Wire::query`].
@@ -364,8 +424,10 @@ impl Wire {
         if self.owed == 0 && self.out.is_empty() {
             return Ok(());
         }
-        self.send()?;
-        self.read_owed()?.map_or(Ok(()), Err)
+        self.in_step(|w| {
+            w.send()?;
+            w.read_owed()?.map_or(Ok(()), Err)
+        })
     }
 
     /// Sends `cmd` with `body`, after what is queued.

@@ -187,7 +187,7 @@ impl Wire {
                         Message::AuthenticationSspi => "SSPI",
                         Message::AuthenticationKerberosV5 => "Kerberos V5",
                         Message::AuthenticationScmCredential => "SCM credentials",
-                        _ => "an unexpected message",
+                        _ => return protocol("the server answered the login with a message out of place"),
                     };
                     return protocol(&format!(
                         "user {user} must log in by {method}, which dbvs's PostgreSQL client does not speak \
