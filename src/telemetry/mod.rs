@@ -531,6 +531,9 @@ mod tests {
         parent.kill().unwrap();
         parent.wait().unwrap();
         assert!(done.exists(), "the child never ended");
-        assert!(counted >= Duration::from_millis(900), "{counted:?}");
+        // Without the reaped children's account the parent's count is near zero; with it,
+        // the kernel's tick-sampled account of the child's second came to 0.86 s on a busy
+        // machine, so the bar sits well between the two.
+        assert!(counted >= Duration::from_millis(500), "{counted:?}");
     }
 }
