@@ -229,3 +229,28 @@ fn rollback_rate_stays_steady_through_the_run() {
     let se = (p1 * (1.0 - p1) / first.1 + p2 * (1.0 - p2) / n).sqrt();
     assert!((p1 - p2).abs() < 5.0 * se + 0.005, "rollback rate drifted: {p1} then {p2}");
 }
+
+/// The embedded SQLite syncs a commit with fdatasync, as Linux distributions' builds do,
+/// not with fsync, which also commits ext4's journal whenever the file's time moved.
+#[test]
+fn commits_sync_with_fdatasync_as_linux_builds_of_sqlite_do() {
+    let _turn = share();
+    let dir = tempfile::tempdir().unwrap();
+    let db = target(dir.path(), "s.db");
+    ok(&["build", "--target", &db, "--size", "1MB"]);
+    let trace = dir.path().join("syncs");
+    let dbvs = command();
+    let traced = std::process::Command::new("strace")
+        .args(["-f", "-qq", "-y", "-e", "trace=fsync,fdatasync", "-o"])
+        .arg(&trace)
+        .arg(dbvs.get_program())
+        .args(["run", "--target", &db, "--size", "1MB", "--duration", "1s", "--warmup", "0", "--no-store"])
+        .envs(dbvs.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .output()
+        .expect("strace runs (scripts/setup installs it)");
+    assert!(traced.status.success(), "{}", stderr(&traced));
+    let syncs = std::fs::read_to_string(&trace).unwrap();
+    let of_the_wal = |call: &str| syncs.lines().filter(|l| l.contains(call) && l.contains("-wal>")).count();
+    assert!(of_the_wal("fdatasync(") > 10, "the run's commits sync the WAL with fdatasync:\n{syncs}");
+    assert_eq!(of_the_wal(" fsync("), 0, "and never with fsync:\n{syncs}");
+}

@@ -30,6 +30,8 @@ const COM_STMT_EXECUTE: u8 = 0x17;
 const COM_STMT_CLOSE: u8 = 0x19;
 const COM_STMT_BULK_EXECUTE: u8 = 0xfa;
 const SERVER_MORE_RESULTS_EXISTS: u16 = 0x0008;
+/// What `inbuf` holds between answers; a larger answer grows it for as long as it lasts.
+const INBUF: usize = 64 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WireError {
@@ -94,6 +96,8 @@ pub struct Wire {
     packet_at: usize,
     /// Commands sent or queued whose answers are still to be read, in order.
     owed: usize,
+    /// The sequence number of the next packet, written or read: each command's starts at
+    /// 0 and its answer's at 1, so a packet read with another is out of step.
     seq: u8,
     cache_metadata: bool,
     bulk: bool,
@@ -105,21 +109,7 @@ pub struct Wire {
 
 impl Wire {
     pub fn connect(o: &WireOpts) -> Result<Self> {
-        let socket = Socket::tcp(&o.host, o.port, Duration::from_secs(10))?;
-        let mut w = Wire {
-            socket,
-            inbuf: vec![0; 64 * 1024],
-            start: 0,
-            end: 0,
-            joined: Vec::new(),
-            out: Vec::with_capacity(4096),
-            packet_at: 0,
-            owed: 0,
-            seq: 0,
-            cache_metadata: false,
-            bulk: false,
-            broken: false,
-        };
+        let mut w = Self::over(Socket::tcp(&o.host, o.port, Duration::from_secs(10))?);
         match o.wait_for_cluster {
             false => w.handshake(o)?,
             true => {
@@ -135,6 +125,24 @@ impl Wire {
             w.bulk = false;
         }
         Ok(w)
+    }
+
+    /// A session on `socket`, before its handshake.
+    fn over(socket: Socket) -> Self {
+        Wire {
+            socket,
+            inbuf: vec![0; INBUF],
+            start: 0,
+            end: 0,
+            joined: Vec::new(),
+            out: Vec::with_capacity(4096),
+            packet_at: 0,
+            owed: 0,
+            seq: 0,
+            cache_metadata: false,
+            bulk: false,
+            broken: false,
+        }
     }
 
     fn galera(&mut self) -> Result<bool> {
@@ -347,8 +355,13 @@ impl Wire {
 
     /// Queues `st` once per row of `batch`: as one bulk execution where the server takes
     /// them (COM_STMT_BULK_EXECUTE), one execution each otherwise. Its answers are read
-    /// by the next command that waits for its own.
+    /// by the next command that waits for its own. Only a statement without rows can
+    /// wait so: a queued answer's column definitions would be read and dropped, and the
+    /// server, which sends them only when they change, would not send them again.
     pub fn queue_batch(&mut self, st: &Prepared, batch: &[&[Arg]]) -> Result<()> {
+        if !st.cols.is_empty() {
+            return protocol("a statement that returns rows cannot be queued; run it with execute");
+        }
         self.in_step(|w| w.put_batch(st, batch))
     }
 
@@ -485,6 +498,7 @@ impl Wire {
     /// Reads a statement's whole response: OK, error, or result sets.
     fn result(&mut self, mut st: Option<&mut Prepared>, mut rows: Option<&mut Rows>) -> Result<u64> {
         let cache_metadata = self.cache_metadata;
+        self.seq = 1;
         let mut affected = 0;
         loop {
             let head = {
@@ -580,13 +594,13 @@ impl Wire {
 
     /// The next packet's payload; valid until the next read.
     fn packet(&mut self) -> Result<&[u8]> {
+        // The last packet's, if it was 16 MB or more: not kept for the session's life.
+        self.joined = Vec::new();
         let (first, len) = self.frame()?;
         if len < MAX_PAYLOAD {
             return Ok(&self.inbuf[first..first + len]);
         }
-        let mut joined = std::mem::take(&mut self.joined);
-        joined.clear();
-        joined.extend_from_slice(&self.inbuf[first..first + len]);
+        let mut joined = self.inbuf[first..first + len].to_vec();
         loop {
             let (at, n) = self.frame()?;
             joined.extend_from_slice(&self.inbuf[at..at + n]);
@@ -603,10 +617,19 @@ impl Wire {
         self.fill(4)?;
         let h = &self.inbuf[self.start..self.start + 4];
         let len = u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize;
-        self.seq = h[3].wrapping_add(1);
+        let (seq, due) = (h[3], self.seq);
+        self.seq = seq.wrapping_add(1);
         self.fill(4 + len)?;
         let at = self.start + 4;
         self.start = at + len;
+        if seq != due {
+            // A server that ends the connection (KILL, shutdown) says why out of turn.
+            let said = match self.inbuf[at..at + len].first() {
+                Some(0xff) => format!(": {}", server_error(&self.inbuf[at..at + len])),
+                _ => String::new(),
+            };
+            return protocol(&format!("packet {seq} arrived where {due} was due, out of step{said}"));
+        }
         Ok((at, len))
     }
 
@@ -620,6 +643,9 @@ impl Wire {
         self.start = 0;
         if self.inbuf.len() < n {
             self.inbuf.resize(n.next_power_of_two(), 0);
+        } else if self.inbuf.len() > INBUF && n.max(self.end) <= INBUF {
+            self.inbuf.truncate(INBUF);
+            self.inbuf.shrink_to_fit();
         }
         while self.end < n {
             match self.socket.read(&mut self.inbuf[self.end..])? {
@@ -642,5 +668,69 @@ fn native_scramble(nonce: &[u8], password: Option<&str>) -> Vec<u8> {
     match password.filter(|p| !p.is_empty()) {
         Some(p) => mysql_common::scramble::scramble_native(nonce, p.as_bytes()).map(Vec::from).unwrap_or_default(),
         None => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+
+    /// A session whose server, after the handshake, answers each command it reads with
+    /// the next of `answers` (its frames, headers included).
+    fn session_answered(answers: Vec<Vec<u8>>) -> Wire {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 4096];
+            for answer in answers {
+                if s.read(&mut buf).unwrap_or(0) == 0 {
+                    return;
+                }
+                s.write_all(&answer).unwrap();
+            }
+        });
+        Wire::over(Socket::tcp("127.0.0.1", port, Duration::from_secs(5)).unwrap())
+    }
+
+    fn frame(seq: u8, payload: &[u8]) -> Vec<u8> {
+        let mut f = (payload.len() as u32).to_le_bytes()[..3].to_vec();
+        f.push(seq);
+        f.extend_from_slice(payload);
+        f
+    }
+
+    const OK: &[u8] = &[0x00, 0, 0, 2, 0, 0, 0];
+
+    #[test]
+    fn an_answer_out_of_sequence_takes_the_session_out_of_use() {
+        let mut w = session_answered(vec![frame(1, OK), frame(2, OK)]);
+        assert_eq!(w.query("SELECT 1").unwrap(), 0);
+        let e = w.query("SELECT 1").unwrap_err().to_string();
+        assert!(e.contains("packet 2 arrived where 1 was due"), "{e}");
+        let e = w.query("SELECT 1").unwrap_err().to_string();
+        assert!(e.contains("takes no more statements"), "{e}");
+    }
+
+    #[test]
+    fn a_server_error_out_of_sequence_keeps_the_server_s_word() {
+        let killed = [&[0xff, 0x87, 0x07][..], b"#70100Connection was killed"].concat();
+        let mut w = session_answered(vec![frame(0, &killed)]);
+        let e = w.query("SELECT 1").unwrap_err().to_string();
+        assert!(e.contains("out of step: ERROR 1927 (70100): Connection was killed"), "{e}");
+    }
+
+    #[test]
+    fn a_statement_with_rows_is_run_not_queued() {
+        let prepared = [&[0x00, 7, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0][..]].concat();
+        let column =
+            [&[0u8; 6][..], &[0x0c, 33, 0, 11, 0, 0, 0, ColumnType::MYSQL_TYPE_LONG as u8, 0, 0, 0, 0, 0]].concat();
+        let mut w = session_answered(vec![[frame(1, &prepared), frame(2, &column)].concat()]);
+        let st = w.prepare("SELECT 1").unwrap();
+        let e = w.queue_batch(&st, &[&[]]).unwrap_err().to_string();
+        assert!(e.contains("returns rows cannot be queued"), "{e}");
+        assert!(w.usable().is_ok(), "refusing to queue leaves the session in step");
     }
 }
