@@ -724,7 +724,7 @@ mod tests {
 
     #[test]
     fn a_statement_with_rows_is_run_not_queued() {
-        let prepared = [&[0x00, 7, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0][..]].concat();
+        let prepared = [0x00, 7, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0];
         let column =
             [&[0u8; 6][..], &[0x0c, 33, 0, 11, 0, 0, 0, ColumnType::MYSQL_TYPE_LONG as u8, 0, 0, 0, 0, 0]].concat();
         let mut w = session_answered(vec![[frame(1, &prepared), frame(2, &column)].concat()]);
