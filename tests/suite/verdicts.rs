@@ -244,10 +244,14 @@ mod alone {
     #[test]
     fn extra_uncounted_units_slow_throughput_and_cost_per_unit_by_exactly_their_share() {
         // One unit in three runs uncounted: the same work as the others, so the truth, 1 / 1.5
-        // in throughput as in CPU per unit, holds by construction on a loaded machine too (the
+        // in throughput as in CPU per unit, holds by construction, with no spin to overrun (the
         // verdict checks inject 2% this way). A share given alone ("50%") means exactly this:
         // as a busy-wait of half of each order's time it once cost 80% (issue 40). Half again
-        // as much work stays clear of a noisy day's blocks.
+        // as much work stays clear of a noisy day's blocks. These small runs' units wait on
+        // their commits' syncs, and with CPU load beside them in bursts (two busy processes
+        // on and off for 20-600 ms) the ratios came out 1-3% nearer 1 than the truth in three
+        // runs of three, and 3.5% in one CI run (quiet: within 2.5% either side of it). A
+        // 2% injection moves by a few hundredths of a percent at that; the slack is 3.5%.
         let _turn = turn();
         let dir = tempfile::tempdir().unwrap();
         let variants = [("base", "0", ""), ("slower", "50%", "")];
@@ -260,7 +264,7 @@ mod alone {
         let cpu = &cpu.unwrap_or_else(|| panic!("no CPU per unit: {}", r["measures"]))["comparisons"][0];
         for (c, truth) in [(&r["comparisons"][0], truth), (cpu, 1.0 / truth)] {
             assert_eq!(c["verdict"]["verdict"], "slower", "{c}");
-            assert_covers(c, truth, (0.995, 1.005));
+            assert_covers(c, truth, (0.965, 1.035));
         }
         assert!(r["variants"].to_string().contains("50% more units"), "the report names it: {}", r["variants"]);
     }
