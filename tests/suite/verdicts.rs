@@ -248,10 +248,10 @@ mod alone {
         // verdict checks inject 2% this way). A share given alone ("50%") means exactly this:
         // as a busy-wait of half of each order's time it once cost 80% (issue 40). Half again
         // as much work stays clear of a noisy day's blocks. With CPU load beside them in bursts
-        // (two busy processes on and off for 20-600 ms) these short runs' ratios came out 1-3%
-        // nearer 1 than the truth in three runs of three, and 3.5% in one CI run (quiet: within
-        // 2.5% either side of it), so the slack is 3.5%: issue 40's busy-wait (0.56) or an
-        // extra unit counted (1.0) still fails.
+        // (two busy processes on and off for 20-600 ms) these short runs' ratios came out up to
+        // 3% nearer 1 than the truth in three runs of three, and 3.5% in one CI run (quiet:
+        // within 2.5% either side of it), so the slack is 3.5%: issue 40's busy-wait (0.56) or
+        // an extra unit counted (1.0) still fails.
         let _turn = turn();
         let dir = tempfile::tempdir().unwrap();
         let variants = [("base", "0", ""), ("slower", "50%", "")];
