@@ -231,14 +231,17 @@ mod alone {
         // counted for it while the next variant shared the machine: here the ratio came out
         // 5% above the truth (twice). Now the next slice waits for it, and each variant is
         // timed by its workers' time at work: 2-3% below the truth, with 100 ms slices as with
-        // 2 s ones, since an order runs a little slower after a 25 ms spin than after a 1 ms one.
+        // 2 s ones, since an order runs a little slower after a 25 ms spin than after a 1 ms one
+        // (1.9-3.4% below in eight runs beside CPU load in bursts, 7.3% in one CI run). So the
+        // check is tight above, where the old bias was, and below allows 12%: charging each
+        // slice's last long unit's time twice (one unit in about four) would still fail it.
         let _turn = turn();
         let dir = tempfile::tempdir().unwrap();
         let f = write_study(dir.path(), &busy_waits("long", 6, "", &[("base", "1ms", ""), ("slower", "25ms", "")]));
         let out = dir.path().join("out");
         ok(&["study", &f, "--out", out.to_str().unwrap()]);
         let (ratio, _, _, truth) = ratio_and_truth(&report(&out), 0.024);
-        assert!(ratio < truth * 1.015 && ratio > truth * 0.93, "ratio {ratio} vs true {truth}");
+        assert!(ratio < truth * 1.015 && ratio > truth * 0.88, "ratio {ratio} vs true {truth}");
     }
 
     #[test]
